@@ -1,0 +1,84 @@
+"""Output schemas of an ngramflow dataset: the single source of truth.
+
+Every writer and every test takes its columns from here. A dataset directory
+looks like this (see README.md, "Output layout"):
+
+    _manifest.json             written last; its presence means "complete"
+    ngrams/order=N/*.parquet   NGRAMS (or NGRAMS_WITH_YEARS with --keep-years)
+    vocabulary/*.parquet       VOCABULARY
+    rejects/*.parquet          REJECTS
+    totalcounts.parquet        TOTALCOUNTS (when per-year totals were given)
+"""
+
+import pyarrow as pa
+
+#: Bumped whenever a column is added, removed or changes meaning.
+SCHEMA_VERSION = 1
+
+#: Years a row may carry; anything outside is rejected as malformed.
+YEAR_MIN = 1400
+YEAR_MAX = 2100
+
+#: Longest n-gram the corpus publishes.
+MAX_ORDER = 5
+
+YEAR_SERIES = pa.list_(
+    pa.struct(
+        [
+            pa.field("year", pa.int16(), nullable=False),
+            pa.field("match_count", pa.int64(), nullable=False),
+            pa.field("volume_count", pa.int64(), nullable=False),
+        ]
+    )
+)
+
+_NGRAM_FIELDS = [
+    pa.field("ngram", pa.string(), nullable=False),  # tokens joined by single spaces
+    pa.field("order", pa.int8(), nullable=False),  # number of tokens, 1..5
+    pa.field("match_count", pa.int64(), nullable=False),  # sum over kept years
+    pa.field("volume_count", pa.int64(), nullable=False),  # sum over kept years
+    pa.field("first_year", pa.int16(), nullable=False),
+    pa.field("last_year", pa.int16(), nullable=False),
+    pa.field("years", pa.int16(), nullable=False),  # distinct years with a row
+]
+
+NGRAMS = pa.schema(_NGRAM_FIELDS)
+NGRAMS_WITH_YEARS = pa.schema(_NGRAM_FIELDS + [pa.field("year_series", YEAR_SERIES, nullable=False)])
+
+#: Ids are dense from 0. The first three are reserved, as in KenLM:
+#: 0 = <unk> (never in the corpus, counts null), 1 = _START_ (<s>), 2 = _END_ (</s>).
+#: The rest follow by descending unigram match_count, then token UTF-8 bytes;
+#: tokens with no kept unigram row have null counts and come last.
+VOCABULARY = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("token", pa.string(), nullable=False),
+        pa.field("match_count", pa.int64()),
+        pa.field("volume_count", pa.int64()),
+    ]
+)
+UNK, START, END = "<unk>", "_START_", "_END_"
+RESERVED_TOKENS = (UNK, START, END)
+
+REJECTS = pa.schema(
+    [
+        pa.field("file", pa.string(), nullable=False),
+        pa.field("line", pa.int64(), nullable=False),  # 1-based line number in the decompressed file
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("raw", pa.binary(), nullable=False),  # the line as read, cut to RAW_LIMIT bytes
+    ]
+)
+RAW_LIMIT = 1024
+
+TOTALCOUNTS = pa.schema(
+    [
+        pa.field("year", pa.int16(), nullable=False),
+        pa.field("match_count", pa.int64(), nullable=False),
+        pa.field("page_count", pa.int64()),  # the 2020 export has no page counts
+        pa.field("volume_count", pa.int64(), nullable=False),
+    ]
+)
+
+
+def ngrams_schema(keep_years: bool) -> pa.Schema:
+    return NGRAMS_WITH_YEARS if keep_years else NGRAMS
