@@ -1,0 +1,134 @@
+"""The ``ngramflow`` command line: a thin layer over pipeline.run and friends.
+
+Exit codes: 0 success, 1 the run failed (corrupt input, too many rejects,
+pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
+"""
+
+import argparse
+import logging
+import sys
+
+from pipeline.errors import RunFailed, UserError
+from transforms.formats import FORMATS
+
+EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _add_import(sub):
+    p = sub.add_parser(
+        "import",
+        help="import Google Books n-gram files into a Parquet dataset",
+        description=(
+            "Read Google Books n-gram files (2012 and 2020 exports, gzip or plain, formats detected per file),\n"
+            "filter and total every n-gram over the kept years, build the vocabulary, and write a Parquet\n"
+            "dataset: ngrams/order=N/, vocabulary/, rejects/ and _manifest.json (written last)."
+        ),
+        epilog=EPILOG,
+        formatter_class=_Formatter,
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="n-gram files, directories (searched for *.gz) or glob patterns; gs:// and s3:// "
+                        "paths work when Beam's extra for them is installed")
+    p.add_argument("-o", "--output", required=True, help="dataset directory to create")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="force one input format instead of detecting it per file (default: detect)")
+    p.add_argument("--year-min", type=int, default=None, help="drop year rows before this year (inclusive bound)")
+    p.add_argument("--year-max", type=int, default=None, help="drop year rows after this year (inclusive bound)")
+    p.add_argument("--min-count", type=int, default=1,
+                   help="keep n-grams whose total match count over the kept years is at least this "
+                        "(Google published only n-grams with a corpus total >= 40)")
+    p.add_argument("--pos", choices=("drop", "keep"), default="drop",
+                   help="POS-tagged n-grams (word_NOUN, _NOUN_): drop them (untagged rows already include "
+                        "their occurrences) or keep them as n-grams of their own")
+    p.add_argument("--lowercase", action="store_true", help="fold case: sum case variants into one n-gram")
+    p.add_argument("--keep-years", action="store_true",
+                   help="also keep each n-gram's per-year (year, match, volume) series")
+    p.add_argument("--on-corrupt-file", choices=("fail", "skip"), default="fail",
+                   help="a truncated or corrupt gzip fails the run, or is skipped whole and recorded "
+                        "in the manifest (skip verifies each file before reading it)")
+    p.add_argument("--max-reject-rate", type=float, default=0.01,
+                   help="fail the run when more than this fraction of rows is malformed")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing complete dataset in --output")
+    p.add_argument("--workers", type=int, default=1,
+                   help="parallel worker processes of the embedded runner")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
+    p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
+    p.set_defaults(handler=_import)
+
+
+def _import(args) -> int:
+    # Beam logs a failing DoFn's stack trace itself; we report the cause in one line.
+    logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    from pipeline.options import ImportOptions
+    from pipeline.run import run_import, summary
+
+    opts = ImportOptions(
+        inputs=args.inputs, output=args.output, format=args.format, year_min=args.year_min,
+        year_max=args.year_max, min_count=args.min_count, pos=args.pos, lowercase=args.lowercase,
+        keep_years=args.keep_years, on_corrupt_file=args.on_corrupt_file,
+        max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
+        beam_args=args.beam_args,
+    )
+    result = run_import(opts, progress=not args.quiet)
+    if result.note and not args.quiet:
+        print(f"note: {result.note}", file=sys.stderr)
+    if not args.quiet:
+        print(summary(result.manifest, args.output))
+    return 0
+
+
+def _add_sample_corpus(sub):
+    from corpus import synthetic
+
+    p = sub.add_parser(
+        "sample-corpus",
+        help="generate a synthetic corpus in Google's 2012 and 2020 file formats",
+        description="Generate a deterministic synthetic n-gram corpus (Zipf vocabulary, sorted rows, "
+                    "realistic year spreads, POS-tagged variants, _START_/_END_, Unicode), for demos, "
+                    "tests and benchmarks.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("output", metavar="DIR", help="directory to write the corpus into")
+    synthetic.add_arguments(p)
+    p.set_defaults(handler=lambda args: synthetic.run(args) and 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ngramflow",
+        description="Turn the Google Books Ngram corpus into clean, queryable Parquet datasets.",
+        epilog="Run 'ngramflow COMMAND --help' for a command's options.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_import(sub)
+    _add_sample_corpus(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    beam_args = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, beam_args = argv[:split], argv[split + 1:]
+    args = build_parser().parse_args(argv)
+    args.beam_args = beam_args
+    try:
+        return args.handler(args)
+    except UserError as err:
+        print(f"ngramflow: error: {err}", file=sys.stderr)
+        return 2
+    except RunFailed as err:
+        print(f"ngramflow: run failed: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ngramflow: interrupted; the output is marked incomplete", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

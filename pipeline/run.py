@@ -1,0 +1,135 @@
+"""Run an import end to end: inputs, output directory, pipeline, manifest, summary."""
+
+import os
+import platform
+import re
+import shlex
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import apache_beam as beam
+import pyarrow
+from apache_beam.options.pipeline_options import PipelineOptions
+
+import schemas
+from pipeline.errors import RunFailed, UserError
+from pipeline.graph import FILE_STATS, ORDER_STATS, build_import
+from pipeline.inputs import expand_inputs
+from pipeline.options import ImportOptions
+from pipeline.output import OutputDir
+from pipeline.progress import ProgressReporter
+from transforms.read import InputFileError
+
+VERSION = "0.1.0"
+
+
+@dataclass
+class ImportResult:
+    manifest: dict
+    note: str | None = None
+
+
+def pipeline_options(opts: ImportOptions) -> PipelineOptions:
+    """The embedded runner's options; anything after ``--`` on the command line overrides them."""
+    args = ["--runner=DirectRunner", f"--direct_num_workers={opts.workers}"]
+    if opts.workers > 1:
+        args.append("--direct_running_mode=multi_processing")
+    return PipelineOptions(args + opts.beam_args)
+
+
+def _input_error(err: Exception) -> str | None:
+    """Our one-line input error, wherever the runner wrapped it."""
+    found = re.search(re.escape(InputFileError.MARKER) + r"(.*?)(?: \[while running .*)?$", str(err), re.M)
+    return found.group(1).strip() if found else None
+
+
+def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir:
+        reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
+        if reporter:
+            reporter.start()
+        try:
+            pipeline = beam.Pipeline(options=pipeline_options(opts))
+            build_import(pipeline, opts, files, out, progress_dir)
+            pipeline.run().wait_until_finish()
+        finally:
+            if reporter:
+                reporter.stop()
+
+
+def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
+    opts.validate()
+    files, totalcounts_files = expand_inputs(opts.inputs)
+    out = OutputDir(opts.output)
+    note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs))
+    started = time.time()
+    try:
+        _run_pipeline(opts, files, out, progress)
+    except KeyboardInterrupt:
+        out.mark_failed("interrupted by the user")
+        raise
+    except Exception as err:
+        reason = _input_error(err)
+        out.mark_failed(reason or f"pipeline error: {err}")
+        if reason:
+            raise RunFailed(reason) from None
+        raise
+    file_stats = sorted(out.read_work_records(FILE_STATS), key=lambda s: s["path"])
+    rows_read = sum(s["rows_read"] for s in file_stats)
+    rejected = sum(s["rows_rejected"] for s in file_stats)
+    if rows_read and rejected / rows_read > opts.max_reject_rate:
+        reason = (f"{rejected} of {rows_read} rows ({rejected / rows_read:.2%}) were malformed, more than "
+                  f"--max-reject-rate {opts.max_reject_rate:.2%}; see {out.join('rejects')}")
+        out.mark_failed(reason)
+        raise RunFailed(reason)
+    out.remove_sink_temp_dirs()
+    out.ensure_parquet("vocabulary", schemas.VOCABULARY)
+    out.ensure_parquet("rejects", schemas.REJECTS)
+    orders = {str(s["order"]): {k: s[k] for k in ("ngrams", "match_count", "volume_count")}
+              for s in sorted(out.read_work_records(ORDER_STATS), key=lambda s: s["order"])}
+    manifest = {
+        "status": "complete",
+        "schema_version": schemas.SCHEMA_VERSION,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "wall_seconds": round(time.time() - started, 3),
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "options": opts.recorded(),
+        "inputs": file_stats,
+        "totalcounts_inputs": [p for p, _ in totalcounts_files],
+        "rows_read": rows_read,
+        "rows_rejected": rejected,
+        "files_skipped": sum(s["status"] == "skipped" for s in file_stats),
+        "orders": orders,
+        "vocabulary_tokens": out.parquet_rows("vocabulary"),
+        "versions": {"ngramflow": VERSION, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
+                     "python": platform.python_version()},
+    }
+    manifest["output_bytes"] = out.size_bytes()
+    out.write_manifest(manifest)
+    return ImportResult(manifest, note)
+
+
+def summary(manifest: dict, output: str) -> str:
+    """The table printed at the end of a run."""
+    lines = [f"ngramflow import complete: {output}"]
+    width = 26
+
+    def row(label, value):
+        lines.append(f"  {label:<{width}}{value:>16}")
+
+    row("input files", f"{len(manifest['inputs']):,}")
+    if manifest["files_skipped"]:
+        row("  skipped (corrupt)", f"{manifest['files_skipped']:,}")
+    row("rows read", f"{manifest['rows_read']:,}")
+    row("rows rejected", f"{manifest['rows_rejected']:,}")
+    for order, stats in manifest["orders"].items():
+        row(f"{order}-grams", f"{stats['ngrams']:,}")
+    row("vocabulary tokens", f"{manifest['vocabulary_tokens']:,}")
+    row("output size", f"{manifest['output_bytes'] / 1e6:,.1f} MB")
+    row("wall time", f"{manifest['wall_seconds']:,.1f} s")
+    for s in manifest["inputs"]:
+        if s["status"] == "skipped":
+            lines.append(f"  skipped {os.path.basename(s['path'])}: {s['reason']}")
+    return "\n".join(lines)
