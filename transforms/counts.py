@@ -3,16 +3,27 @@
 An accumulator is a tuple ``(match, volume, year_mask, series)``:
 - ``year_mask`` has bit ``year - YEAR_MIN`` set for every year seen, so the
   number of distinct years, the first and the last year stay exact when case
-  variants or several files contribute rows for the same year;
+  variants or several files contribute rows for the same year. It travels as
+  little-endian bytes: as an int it is wider than the 64 bits Beam's int
+  coders take;
 - ``series`` is ``{year: (match, volume)}`` when per-year series are kept,
   else None.
 """
 
 import apache_beam as beam
 
-from schemas import YEAR_MIN
+from schemas import YEAR_MAX, YEAR_MIN
 
-EMPTY = (0, 0, 0, None)
+_MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
+EMPTY = (0, 0, bytes(_MASK_BYTES), None)
+
+
+def _mask_bytes(mask: int) -> bytes:
+    return mask.to_bytes(_MASK_BYTES, "little")
+
+
+def _mask_int(mask: bytes) -> int:
+    return int.from_bytes(mask, "little")
 
 
 def accumulate(series, keep_years: bool):
@@ -26,7 +37,7 @@ def accumulate(series, keep_years: bool):
         if per_year is not None:
             pm, pv = per_year.get(year, (0, 0))
             per_year[year] = (pm + m, pv + v)
-    return match, volume, mask, per_year
+    return match, volume, _mask_bytes(mask), per_year
 
 
 def merge(a, b):
@@ -36,12 +47,13 @@ def merge(a, b):
         for year, (m, v) in b[3].items():
             pm, pv = series.get(year, (0, 0))
             series[year] = (pm + m, pv + v)
-    return a[0] + b[0], a[1] + b[1], a[2] | b[2], series
+    return a[0] + b[0], a[1] + b[1], _mask_bytes(_mask_int(a[2]) | _mask_int(b[2])), series
 
 
 def to_row(ngram: str, acc) -> dict:
     """An output row of schemas.NGRAMS (or NGRAMS_WITH_YEARS)."""
     match, volume, mask, series = acc
+    mask = _mask_int(mask)
     row = {
         "ngram": ngram,
         "order": ngram.count(" ") + 1,

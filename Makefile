@@ -1,0 +1,27 @@
+# The two set-up commands of the README are `make sample` and `make test`;
+# both create the virtual environment on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+SAMPLE_OUT ?= sample-output
+
+.PHONY: setup sample test bench clean
+
+$(BIN)/ngramflow: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(BIN)/ngramflow
+
+# Import the bundled sample on the embedded runner, then query the result with DuckDB.
+sample: setup
+	$(BIN)/ngramflow import tests/data/sample/2012 --output $(SAMPLE_OUT) --overwrite
+	$(BIN)/python tools/top_ngrams.py $(SAMPLE_OUT)
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) $(SAMPLE_OUT) .pytest_cache *.egg-info

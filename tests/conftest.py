@@ -1,0 +1,94 @@
+"""Shared fixtures: generated corpora, imports through the real CLI, DuckDB references."""
+
+import os
+import sys
+
+import duckdb
+import pytest
+
+from pipeline.cli import main as ngramflow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLE = os.path.join(HERE, "data", "sample")
+NGRAM_COLUMNS = "ngram, \"order\", match_count, volume_count, first_year, last_year, years"
+
+
+def run_cli(*args) -> int:
+    """Run `ngramflow ARGS` in this process, exactly as the console script does."""
+    return ngramflow([str(a) for a in args])
+
+
+def import_ok(inputs, output, *options):
+    inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    code = run_cli("import", *inputs, "--output", output, "--quiet", *options)
+    assert code == 0, f"import failed with exit code {code}"
+    assert os.path.exists(os.path.join(output, "_manifest.json"))
+    return str(output)
+
+
+def ngrams_of(dataset, columns=NGRAM_COLUMNS) -> list[tuple]:
+    return duckdb.sql(f"SELECT {columns} FROM read_parquet('{dataset}/ngrams/*/*.parquet') ORDER BY ngram").fetchall()
+
+
+def vocabulary_of(dataset) -> list[tuple]:
+    return duckdb.sql(f"SELECT id, token, match_count, volume_count FROM '{dataset}/vocabulary/*.parquet' ORDER BY id").fetchall()
+
+
+def gz_files(folder) -> list[str]:
+    return sorted(os.path.join(r, n) for r, _, names in os.walk(folder) for n in names if n.endswith(".gz"))
+
+
+def reference_2012(files, where="TRUE", year_where="TRUE", key="ngram") -> duckdb.DuckDBPyRelation:
+    """DuckDB's own aggregation of 2012-format files: the independent reference."""
+    con = duckdb.connect()
+    listing = ", ".join(f"'{f}'" for f in files)
+    return con.sql(f"""
+        WITH rows AS (
+            SELECT {key} AS ngram, year, match, volume
+            FROM read_csv([{listing}], delim='\t', quote='', escape='', header=false, compression='gzip',
+                          columns={{'ngram': 'VARCHAR', 'year': 'INTEGER', 'match': 'BIGINT', 'volume': 'BIGINT'}})
+            WHERE {where} AND {year_where}
+        )
+        SELECT ngram, len(string_split(ngram, ' ')) AS "order", sum(match) AS match_count,
+               sum(volume) AS volume_count, min(year) AS first_year, max(year) AS last_year,
+               count(DISTINCT year) AS years
+        FROM rows GROUP BY ngram
+    """)
+
+
+def reference_2020(files) -> duckdb.DuckDBPyRelation:
+    """DuckDB's aggregation of 2020-format files, tuples unnested in SQL."""
+    con = duckdb.connect()
+    listing = ", ".join(f"'{f}'" for f in files)
+    return con.sql(f"""
+        WITH lines AS (
+            SELECT string_split(line, '\t') AS f
+            FROM read_csv([{listing}], delim='\x1f', quote='', escape='', header=false, compression='gzip',
+                          columns={{'line': 'VARCHAR'}})
+        ), tuples AS (
+            SELECT f[1] AS ngram, string_split(unnest(f[2:]), ',') AS t FROM lines
+        ), rows AS (
+            SELECT ngram, t[1]::INTEGER AS year, t[2]::BIGINT AS match, t[3]::BIGINT AS volume FROM tuples
+        )
+        SELECT ngram, len(string_split(ngram, ' ')) AS "order", sum(match) AS match_count,
+               sum(volume) AS volume_count, min(year) AS first_year, max(year) AS last_year,
+               count(DISTINCT year) AS years
+        FROM rows GROUP BY ngram
+    """)
+
+
+def assert_same_rows(ours: list[tuple], reference: duckdb.DuckDBPyRelation):
+    expected = sorted(reference.fetchall())
+    assert len(ours) == len(expected)
+    mismatches = [(a, b) for a, b in zip(sorted(ours), expected) if a != b]
+    assert not mismatches, f"{len(mismatches)} rows differ, first: {mismatches[:3]}"
+
+
+@pytest.fixture(scope="session")
+def big_corpus(tmp_path_factory):
+    """A generated corpus of about 1.2M 2012-format rows, in both formats."""
+    from corpus.synthetic import generate
+
+    out = tmp_path_factory.mktemp("big-corpus")
+    generate(out, rows=1_200_000, seed=11, orders=(1, 2, 3), files_per_order=3)
+    return out
