@@ -49,8 +49,8 @@ VERSIONS = (V2012, V2020)
 ORDERS = range(1, 6)
 SPEC_PREFIX = "corpus:"
 
-# Google spelled the simplified-Chinese corpus differently in the two exports.
-_LANGS = {
+#: Corpus codes per version. Google spelled simplified Chinese differently in the two exports.
+LANGUAGES = {
     V2012: ("eng", "eng-us", "eng-gb", "eng-fiction", "chi-sim", "fre", "ger", "heb", "ita", "rus", "spa"),
     V2020: ("eng", "eng-us", "eng-gb", "eng-fiction", "chi_sim", "fre", "ger", "heb", "ita", "rus", "spa"),
 }
@@ -100,7 +100,8 @@ class CorpusFile:
 def list_files(version: str, lang: str, order: int, base_url: str = BASE_URL) -> list[CorpusFile]:
     """Every data file of one export, language and order, in Google's order.
 
-    ``base_url`` points the URLs at a mirror laid out like Google's bucket.
+    ``base_url`` (ending in ``/``) points the URLs at a mirror laid out like
+    Google's bucket.
     """
     version, lang, order = _check(version, lang, order)
     if version == V2012:
@@ -127,9 +128,9 @@ def listing_caveat(version: str, lang: str, order: int) -> str | None:
     version, lang, _ = _check(version, lang, order)
     if version == V2012 and lang != "eng":
         return (
-            f"the 2012 list for {lang} follows Google's naming scheme; Google skipped some "
-            f"prefixes that had no n-grams (rarer in small corpora), so a few names may not "
-            f"exist. For the exact list read Google's index page ({index_url(version, lang, order)}) with --from-index"
+            f"the 2012 list for {lang} follows Google's naming scheme, but Google published no file "
+            f"for a prefix without n-grams, so some of these names may not exist (HTTP 404). "
+            f"For the exact list read Google's index page ({index_url(version, lang, order)}) with --from-index"
         )
     return None
 
@@ -232,19 +233,19 @@ def _check(version: str, lang: str, order: int) -> tuple[str, str, int]:
     if lang == "eng-1M":
         raise CatalogError("eng-1M (English One Million) exists only in the 2009 export (20090715), not in 2012 or 2020")
     spelled = lang.replace("_", "-") if version == V2012 else lang.replace("chi-sim", "chi_sim")
-    if spelled not in _LANGS[version]:
-        raise CatalogError(f"unknown language {lang!r} for {version}; known: {', '.join(_LANGS[version])}")
+    if spelled not in LANGUAGES[version]:
+        raise CatalogError(f"unknown language {lang!r} for {version}; known: {', '.join(LANGUAGES[version])}")
     if order not in ORDERS:
         raise CatalogError(f"order must be 1..5, not {order}")
     return version, spelled, order
 
 
 def _indices_2012(order: int) -> list[str]:
-    """The index suffixes of the 2012 naming scheme, in Google's listing order."""
+    """The index suffixes of the 2012 naming scheme, sorted as Google lists them."""
     if order == 1:
-        return [*string.digits, *string.ascii_lowercase, "other", "pos", "punctuation"]
+        return sorted([*string.digits, *string.ascii_lowercase, "other", "pos", "punctuation"])
     pairs = ["".join(p) for p in itertools.product(string.ascii_lowercase, string.ascii_lowercase + "_")]
-    return [*string.digits, *_POS_FILES, *pairs, "other", "punctuation"]
+    return sorted([*string.digits, *_POS_FILES, *pairs, "other", "punctuation"])
 
 
 def _file_2012(base_url: str, lang: str, order: int, key: str) -> CorpusFile:

@@ -1,0 +1,206 @@
+"""``corpus list`` and ``corpus download``: the corpus-acquisition commands.
+
+Wiring into another argparse CLI::
+
+    corpus_parser = add_corpus_commands(subparsers)
+    args = parser.parse_args()
+    ...
+    return run(args)  # when args.command == "corpus"
+
+``run`` turns user errors into a one-line message and exit code 2; ``main``
+does the same for ``python -m corpus.cli list|download ...``. Exit codes: 0 success,
+1 some download failed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import urllib.error
+
+from corpus import catalog
+from corpus.download import download, expand_spec
+
+_SPEC_HELP = (
+    "SPEC is corpus:VERSION/LANG/ORDER[/SELECTION], e.g. corpus:20120701/eng/2 (every 2012 English "
+    "2-gram file), corpus:20120701/eng/2/a_,ab,_NOUN_ (those index files), corpus:20200217/eng/2/0-9 "
+    "(shards 0..9), corpus:20200217/eng/3/*-0000?-of-* (a glob over file names); add the item "
+    "'totalcounts' for the per-year totals. Versions: 20120701, 20200217. Languages: "
+    + ", ".join(catalog.LANGUAGES[catalog.V2020])
+    + " (chi_sim is also spelled chi-sim)."
+)
+
+
+_DESCRIPTION = "List and download the files of Google's public Ngram exports. " + _SPEC_HELP
+
+
+class UsageError(Exception):
+    """A mistake in the command line or spec; reported in one line, exit code 2."""
+
+
+def add_corpus_commands(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``corpus list`` and ``corpus download`` under ``subparsers``; returns the ``corpus`` parser."""
+    corpus = subparsers.add_parser(
+        "corpus",
+        help="list or download Google Books Ngram export files",
+        description=_DESCRIPTION,
+    )
+    _add_commands(corpus)
+    return corpus
+
+
+def _add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="corpus_command", metavar="{list,download}", required=True)
+
+    lister = commands.add_parser(
+        "list",
+        help="print the files of one export, language and order",
+        description="Print the files of one export, language and order (name and URL, one per line), "
+        "from the built-in catalog or, with --from-index/--index-url, from Google's index page. " + _SPEC_HELP,
+    )
+    lister.add_argument("spec", nargs="?", metavar="SPEC", help="a corpus spec to list instead of --version/--lang/--order")
+    lister.add_argument("--version", choices=catalog.VERSIONS, help="export version (required without SPEC)")
+    lister.add_argument("--lang", help="corpus language code, e.g. eng, eng-us, fre, chi_sim (required without SPEC)")
+    lister.add_argument("--order", type=int, choices=catalog.ORDERS, help="n-gram order 1..5 (required without SPEC)")
+    lister.add_argument("--urls-only", action="store_true", help="print only the URLs (default: name, TAB, URL)")
+    _add_source_options(lister)
+    lister.set_defaults(func=_cmd_list)
+
+    fetcher = commands.add_parser(
+        "download",
+        help="download files into a local cache, resumably and verified",
+        description="Download files into CACHE/HOST/PATH. Interrupted downloads resume from the bytes on disk; "
+        "every file is checked (length, and the whole gzip stream for .gz) before it gets its final name; "
+        "files already in the cache are not fetched again. " + _SPEC_HELP,
+        epilog="Progress shows on stderr only when it is a terminal, unless --progress or --no-progress.",
+    )
+    fetcher.add_argument("inputs", nargs="+", metavar="SPEC_OR_URL", help="corpus specs or http(s) URLs")
+    fetcher.add_argument("--cache", required=True, metavar="DIR", help="cache directory (required)")
+    fetcher.add_argument("--parallel", type=_positive, default=4, metavar="N", help="files fetched at once (default: 4)")
+    fetcher.add_argument(
+        "--retries",
+        type=_non_negative,
+        default=8,
+        metavar="N",
+        help="consecutive failed attempts without progress allowed per file before it is reported failed (default: 8)",
+    )
+    fetcher.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SEC", help="connect and read timeout in seconds (default: 60)"
+    )
+    progress = fetcher.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="always show progress on stderr"
+    )
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    _add_source_options(fetcher)
+    fetcher.set_defaults(func=_cmd_download)
+
+
+def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mirror",
+        default=catalog.BASE_URL,
+        metavar="URL",
+        help=f"base URL of a copy laid out like Google's bucket (default: {catalog.BASE_URL})",
+    )
+    parser.add_argument(
+        "--from-index",
+        action="store_true",
+        help="take the file list from Google's published index page for the export (under --mirror) "
+        "instead of the built-in catalog; needs network access (default: built-in catalog)",
+    )
+    parser.add_argument(
+        "--index-url",
+        metavar="URL",
+        help="take the file list from this index page (implies --from-index; default: Google's page)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute a parsed ``corpus`` command; user errors become exit code 2 and one line on stderr."""
+    try:
+        return args.func(args)
+    except (UsageError, catalog.CatalogError) as e:
+        print(f"ngramflow corpus: error: {e}", file=sys.stderr)
+        return 2
+    except urllib.error.URLError as e:
+        print(f"ngramflow corpus: error: cannot read the index page: {getattr(e, 'reason', e)}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m corpus.cli list|download ...``: the same commands without the ``corpus`` level."""
+    parser = argparse.ArgumentParser(prog="ngramflow corpus", description=_DESCRIPTION)
+    _add_commands(parser)
+    return run(parser.parse_args(argv))
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    mirror = _mirror(args.mirror)
+    if args.spec:
+        if args.version or args.lang or args.order:
+            raise UsageError("give either SPEC or --version/--lang/--order, not both")
+        spec = args.spec
+    else:
+        missing = [opt for opt in ("version", "lang", "order") if getattr(args, opt) is None]
+        if missing:
+            raise UsageError(f"missing {', '.join('--' + m for m in missing)} (or give a SPEC)")
+        spec = f"{catalog.SPEC_PREFIX}{args.version}/{args.lang}/{args.order}"
+    parsed = catalog.parse_corpus_spec(spec)
+    files = expand_spec(spec, base_url=mirror, index_page=args.index_url, from_index=args.from_index)
+    for f in files:
+        print(f.url if args.urls_only else f"{f.name}\t{f.url}")
+    if not (args.from_index or args.index_url):
+        caveat = catalog.listing_caveat(parsed.version, parsed.lang, parsed.order)
+        if caveat:
+            print(f"note: {caveat}", file=sys.stderr)
+    totals = catalog.totalcounts_file(parsed.version, parsed.lang, parsed.order, mirror)
+    print(f"{len(files)} files; per-year totals: {totals.url} (select with the item 'totalcounts')", file=sys.stderr)
+    return 0
+
+
+def _cmd_download(args: argparse.Namespace) -> int:
+    mirror = _mirror(args.mirror)
+    urls: list[str] = []
+    for item in args.inputs:
+        if catalog.is_corpus_spec(item):
+            files = expand_spec(item, base_url=mirror, index_page=args.index_url, from_index=args.from_index)
+            urls += [f.url for f in files]
+        elif item.startswith(("http://", "https://")):
+            urls.append(item)
+        else:
+            raise UsageError(f"{item!r} is neither a corpus spec (corpus:VERSION/LANG/ORDER[/SELECTION]) nor an http(s) URL")
+    report = download(
+        urls,
+        args.cache,
+        parallel=args.parallel,
+        retries=args.retries,
+        timeout=args.timeout,
+        progress=args.progress,
+    )
+    print(report.summary(), file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _mirror(url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--mirror must be an http(s) URL, not {url!r}")
+    return url if url.endswith("/") else url + "/"
+
+
+def _positive(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    if not text.isdigit() or int(text) < low:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}")
+    return int(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
