@@ -8,7 +8,10 @@ import argparse
 import logging
 import sys
 
+from corpus.cli import add_corpus_commands
+from corpus.cli import run as run_corpus_command
 from pipeline.errors import RunFailed, UserError
+from pipeline.options import DEFAULT_CACHE
 from transforms.formats import FORMATS
 
 EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
@@ -32,8 +35,12 @@ def _add_import(sub):
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="n-gram files, directories (searched for *.gz) or glob patterns; gs:// and s3:// "
-                        "paths work when Beam's extra for them is installed")
+                        "paths when Beam's extra for them is installed; http(s) URLs and corpus: specs "
+                        "(see 'ngramflow corpus --help') are downloaded into --cache first")
     p.add_argument("-o", "--output", required=True, help="dataset directory to create")
+    p.add_argument("--cache", default=DEFAULT_CACHE, metavar="DIR",
+                   help="where downloaded files are kept; verified files are not fetched again "
+                        "(environment: NGRAMFLOW_CACHE)")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="force one input format instead of detecting it per file (default: detect)")
     p.add_argument("--year-min", type=int, default=None, help="drop year rows before this year (inclusive bound)")
@@ -71,7 +78,7 @@ def _import(args) -> int:
         year_max=args.year_max, min_count=args.min_count, pos=args.pos, lowercase=args.lowercase,
         keep_years=args.keep_years, on_corrupt_file=args.on_corrupt_file,
         max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
-        beam_args=args.beam_args,
+        cache=args.cache, beam_args=args.beam_args,
     )
     result = run_import(opts, progress=not args.quiet)
     if result.note and not args.quiet:
@@ -105,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_import(sub)
+    add_corpus_commands(sub).set_defaults(handler=run_corpus_command)
     _add_sample_corpus(sub)
     return parser
 

@@ -11,14 +11,10 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
+from corpus.totalcounts import is_totalcounts_file as is_totalcounts
 from pipeline.errors import UserError
 
 _GLOB_CHARS = set("*?[")
-
-
-def is_totalcounts(path: str) -> bool:
-    """Google's per-year totals files (both exports) are not n-gram files."""
-    return "totalcounts" in os.path.basename(path)
 
 
 def _local(spec: str) -> list[tuple[str, int]]:
@@ -59,7 +55,10 @@ def _remote(spec: str) -> list[tuple[str, int]]:
 
 
 def expand_inputs(specs: list[str]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """(n-gram files, totalcounts files), each as sorted unique (path, size) pairs."""
+    """(n-gram files, totalcounts files), each as sorted unique (path, size) pairs.
+
+    Google's per-year totals files are recognised by name and kept apart.
+    """
     found = {}
     for spec in specs:
         for path, size in (_remote(spec) if "://" in spec else _local(spec)):

@@ -1,5 +1,6 @@
 """The options of an import, validated once, independent of the command line."""
 
+import os
 from dataclasses import asdict, dataclass, field
 
 from pipeline.errors import UserError
@@ -8,6 +9,8 @@ from transforms.filters import RowPolicy
 from transforms.read import ReadSettings
 
 POS_POLICIES = ("drop", "keep")
+#: Where downloaded corpus files are kept between runs.
+DEFAULT_CACHE = os.environ.get("NGRAMFLOW_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow"))
 ON_CORRUPT = ("fail", "skip")
 
 
@@ -26,6 +29,7 @@ class ImportOptions:
     max_reject_rate: float = 0.01
     overwrite: bool = False
     workers: int = 1
+    cache: str = DEFAULT_CACHE
     beam_args: list[str] = field(default_factory=list)
 
     def validate(self) -> "ImportOptions":
@@ -54,4 +58,4 @@ class ImportOptions:
 
     def recorded(self) -> dict:
         """The options as the manifest records them."""
-        return {k: v for k, v in asdict(self).items() if k not in ("inputs", "output")}
+        return {k: v for k, v in asdict(self).items() if k not in ("inputs", "output", "cache")}

@@ -81,8 +81,11 @@ class OutputDir:
             return
         if _is_local(self.path):
             os.makedirs(self.join(folder), exist_ok=True)
-        with FileSystems.create(self.join(folder, "part-00000-of-00001.parquet")) as fh:
-            pq.write_table(schema.empty_table(), fh)
+        self.write_parquet(FileSystems.join(folder, "part-00000-of-00001.parquet"), schema.empty_table())
+
+    def write_parquet(self, name: str, table: pa.Table) -> None:
+        with FileSystems.create(self.join(name)) as fh:
+            pq.write_table(table, fh)
 
     def parquet_rows(self, folder: str) -> int:
         """Rows in folder/*.parquet, from the files' footers."""

@@ -14,6 +14,9 @@ import pyarrow
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import schemas
+from corpus import download
+from corpus.catalog import CatalogError
+from corpus.totalcounts import TotalcountsError, read_totalcounts
 from pipeline.errors import RunFailed, UserError
 from pipeline.graph import FILE_STATS, ORDER_STATS, build_import
 from pipeline.inputs import expand_inputs
@@ -59,9 +62,27 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool) ->
                 reporter.stop()
 
 
+def _local_inputs(opts: ImportOptions) -> list[str]:
+    """The inputs with http(s) URLs and corpus: specs replaced by verified files in the cache."""
+    try:
+        return download.resolve_inputs(opts.inputs, opts.cache)
+    except CatalogError as err:
+        raise UserError(str(err)) from None
+    except download.DownloadError as err:
+        raise RunFailed(f"could not fetch every input, nothing was imported:\n{err}") from None
+
+
+def _totalcounts(paths: list[str]):
+    try:
+        return read_totalcounts(paths) if paths else None
+    except TotalcountsError as err:
+        raise RunFailed(str(err)) from None
+
+
 def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     opts.validate()
-    files, totalcounts_files = expand_inputs(opts.inputs)
+    files, totalcounts_files = expand_inputs(_local_inputs(opts))
+    totalcounts = _totalcounts([p for p, _ in totalcounts_files])
     out = OutputDir(opts.output)
     note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs))
     started = time.time()
@@ -85,6 +106,8 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         out.mark_failed(reason)
         raise RunFailed(reason)
     out.remove_sink_temp_dirs()
+    if totalcounts is not None:
+        out.write_parquet("totalcounts.parquet", totalcounts)
     out.ensure_parquet("vocabulary", schemas.VOCABULARY)
     out.ensure_parquet("rejects", schemas.REJECTS)
     orders = {str(s["order"]): {k: s[k] for k in ("ngrams", "match_count", "volume_count")}
@@ -98,6 +121,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         "options": opts.recorded(),
         "inputs": file_stats,
         "totalcounts_inputs": [p for p, _ in totalcounts_files],
+        "totalcounts_years": 0 if totalcounts is None else totalcounts.num_rows,
         "rows_read": rows_read,
         "rows_rejected": rejected,
         "files_skipped": sum(s["status"] == "skipped" for s in file_stats),
@@ -127,6 +151,8 @@ def summary(manifest: dict, output: str) -> str:
     for order, stats in manifest["orders"].items():
         row(f"{order}-grams", f"{stats['ngrams']:,}")
     row("vocabulary tokens", f"{manifest['vocabulary_tokens']:,}")
+    if manifest["totalcounts_years"]:
+        row("years in totalcounts", f"{manifest['totalcounts_years']:,}")
     row("output size", f"{manifest['output_bytes'] / 1e6:,.1f} MB")
     row("wall time", f"{manifest['wall_seconds']:,.1f} s")
     for s in manifest["inputs"]:
