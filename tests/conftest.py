@@ -1,7 +1,6 @@
 """Shared fixtures: generated corpora, imports through the real CLI, DuckDB references."""
 
 import os
-import sys
 
 import duckdb
 import pytest
