@@ -5,29 +5,36 @@ import apache_beam as beam
 import schemas
 from pipeline.options import ImportOptions
 from pipeline.output import OutputDir
-from transforms.aggregate import AggregateNgrams, SummarizeOrders, ToNgramRows
+from transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
 from transforms.read import ReadNgramFiles, ReadSettings
-from transforms.sinks import WriteJsonLines, WriteParquet
+from transforms.sinks import WriteRecords, WriteTables
 from transforms.vocabulary import BuildVocabulary
 
 # Statistics the pipeline leaves under _work/ for the manifest.
-FILE_STATS, ORDER_STATS = "files", "orders"
+FILE_STATS, ORDER_STATS = "_work/files", "_work/orders"
+
+#: Compressed input bytes per shard of the aggregation: a shard's distinct
+#: n-grams must fit in one worker's memory when they are merged.
+BYTES_PER_SHARD = 32 << 20
+
+
+def shard_count(input_bytes: int) -> int:
+    return max(2, min(4096, input_bytes // BYTES_PER_SHARD + 1))
 
 
 class ImportNgrams(beam.PTransform):
-    """(path, size) of n-gram files -> n-gram rows, vocabulary rows, rejects and statistics."""
+    """(path, size) of n-gram files -> named n-gram, vocabulary and reject tables, and statistics."""
 
-    def __init__(self, settings: ReadSettings, min_count: int):
+    def __init__(self, settings: ReadSettings, min_count: int, shards: int):
         super().__init__()
-        self.settings, self.min_count = settings, min_count
+        self.settings, self.min_count, self.shards = settings, min_count, shards
 
     def expand(self, files):
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
-        totals = parsed.counts | "Total each n-gram across files" >> AggregateNgrams(self.min_count)
-        ngrams = totals | "One row per n-gram" >> ToNgramRows()
+        ngrams = parsed.runs | "Total each n-gram across files" >> AggregateNgrams(self.min_count, self.shards)
         return {
-            "ngrams": ngrams,
-            "vocabulary": totals | "Build the vocabulary" >> BuildVocabulary(),
+            "ngrams": ngrams | "Split each shard by order" >> beam.FlatMapTuple(files_by_order),
+            "vocabulary": ngrams | "Build the vocabulary" >> BuildVocabulary(self.shards),
             "rejects": parsed.rejects,
             "file_stats": parsed.file_stats,
             "order_stats": ngrams | "Summarize each order" >> SummarizeOrders(),
@@ -35,19 +42,15 @@ class ImportNgrams(beam.PTransform):
 
 
 def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None):
-    """Add the whole import, from the file list to every output folder, to ``pipeline``."""
+    """Add the whole import, from the file list to every output file, to ``pipeline``."""
+    shards = shard_count(sum(size for _, size in files))
     results = (
         pipeline
         | "Input files" >> beam.Create(files)
-        | "Import n-grams" >> ImportNgrams(opts.read_settings(progress_dir), opts.min_count)
+        | "Import n-grams" >> ImportNgrams(opts.read_settings(progress_dir), opts.min_count, shards)
     )
-    by_order = results["ngrams"] | "Split by order" >> beam.Partition(
-        lambda row, n: row["order"] - 1, schemas.MAX_ORDER)
-    ngram_schema = schemas.ngrams_schema(opts.keep_years)
-    for order, rows in enumerate(by_order, 1):
-        rows | f"Write order-{order} n-grams" >> WriteParquet(out.ngrams(order), ngram_schema)
-    results["vocabulary"] | "Write vocabulary" >> WriteParquet(out.join("vocabulary"), schemas.VOCABULARY)
-    results["rejects"] | "Write rejects" >> WriteParquet(out.join("rejects"), schemas.REJECTS)
-    results["file_stats"] | "Write file statistics" >> WriteJsonLines(out.join("_work", FILE_STATS))
-    results["order_stats"] | "Write order statistics" >> WriteJsonLines(out.join("_work", ORDER_STATS))
-
+    results["ngrams"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
+    results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join("vocabulary"), schemas.VOCABULARY)
+    results["rejects"] | "Write rejects" >> WriteTables(out.join("rejects"), schemas.REJECTS)
+    results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(FILE_STATS))
+    results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(ORDER_STATS))

@@ -67,12 +67,12 @@ class OutputDir:
     def mark_failed(self, reason: str) -> None:
         self._write(INCOMPLETE, f"ngramflow run failed {time.strftime('%Y-%m-%d %H:%M:%S')}: {reason}\n")
 
-    def read_work_records(self, name: str) -> list[dict]:
-        """The JSON-lines records the pipeline wrote under _work/NAME."""
+    def read_records(self, folder: str) -> list[dict]:
+        """The JSON records the pipeline wrote under FOLDER (one per file)."""
         records = []
-        for match in FileSystems.match([self.join("_work", name, "*.jsonl")])[0].metadata_list:
+        for match in FileSystems.match([self.join(folder, "*.json")])[0].metadata_list:
             with FileSystems.open(match.path) as fh:
-                records.extend(json.loads(line) for line in fh.read().decode().splitlines() if line)
+                records.append(json.loads(fh.read()))
         return records
 
     def ensure_parquet(self, folder: str, schema: pa.Schema) -> None:
@@ -97,15 +97,6 @@ class OutputDir:
 
     def size_bytes(self) -> int:
         return sum(m.size_in_bytes for m in FileSystems.match([self.join("**")])[0].metadata_list)
-
-    def remove_sink_temp_dirs(self) -> None:
-        """fileio leaves its (by then empty) .temp* folders behind; they are not part of a dataset."""
-        temp_dirs = {m.path.rsplit("/", 1)[0] for m in FileSystems.match([self.join("**/.temp*/**")])[0].metadata_list}
-        if _is_local(self.path):
-            temp_dirs |= {os.path.join(root, d) for root, dirs, _ in os.walk(self.path) for d in dirs
-                          if d.startswith(".temp")}
-        if temp_dirs:
-            FileSystems.delete(sorted(temp_dirs))
 
     def write_manifest(self, manifest: dict) -> None:
         """Publish the run: manifest atomically, then drop the scratch space and the marker."""

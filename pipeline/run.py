@@ -97,7 +97,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         if reason:
             raise RunFailed(reason) from None
         raise
-    file_stats = sorted(out.read_work_records(FILE_STATS), key=lambda s: s["path"])
+    file_stats = sorted(out.read_records(FILE_STATS), key=lambda s: s["path"])
     rows_read = sum(s["rows_read"] for s in file_stats)
     rejected = sum(s["rows_rejected"] for s in file_stats)
     if rows_read and rejected / rows_read > opts.max_reject_rate:
@@ -105,13 +105,12 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
                   f"--max-reject-rate {opts.max_reject_rate:.2%}; see {out.join('rejects')}")
         out.mark_failed(reason)
         raise RunFailed(reason)
-    out.remove_sink_temp_dirs()
     if totalcounts is not None:
         out.write_parquet("totalcounts.parquet", totalcounts)
     out.ensure_parquet("vocabulary", schemas.VOCABULARY)
     out.ensure_parquet("rejects", schemas.REJECTS)
     orders = {str(s["order"]): {k: s[k] for k in ("ngrams", "match_count", "volume_count")}
-              for s in sorted(out.read_work_records(ORDER_STATS), key=lambda s: s["order"])}
+              for s in sorted(out.read_records(ORDER_STATS), key=lambda s: s["order"])}
     manifest = {
         "status": "complete",
         "schema_version": schemas.SCHEMA_VERSION,

@@ -1,40 +1,47 @@
 """Vocabulary ids: dense, reserved first, ordered by count then bytes, on a real pipeline."""
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms import counts
-from transforms.vocabulary import BuildVocabulary, bucket_first_ids, id_bucket
+import schemas
+from transforms import vocabulary
 
 
-def _acc(match):
-    return counts.accumulate([(2000, match, 1)], keep_years=False)
+def _ngrams(*rows):
+    return pa.Table.from_pylist([
+        {"ngram": n, "order": n.count(" ") + 1, "match_count": m, "volume_count": 1, "first_year": 2000,
+         "last_year": 2000, "years": 1} for n, m in rows], schema=schemas.NGRAMS)
+
+
+EXPECTED = [
+    (0, "<unk>", None, None), (1, "_START_", None, None), (2, "_END_", None, None),
+    (3, "zz", 99, 1), (4, "a", 10, 1), (5, "b", 10, 1), (6, "é", 10, 1), (7, "orphan", None, None),
+]
 
 
 def test_ids_follow_count_then_bytes_and_reserve_the_specials():
-    totals = [
-        ("b", _acc(10)), ("a", _acc(10)), ("zz", _acc(99)), ("é", _acc(10)),
-        ("a zz", _acc(5)), ("_START_ a", _acc(3)), ("orphan b", _acc(7)),
-    ]
-    expected = [
-        {"id": 0, "token": "<unk>", "match_count": None, "volume_count": None},
-        {"id": 1, "token": "_START_", "match_count": None, "volume_count": None},
-        {"id": 2, "token": "_END_", "match_count": None, "volume_count": None},
-        {"id": 3, "token": "zz", "match_count": 99, "volume_count": 1},
-        {"id": 4, "token": "a", "match_count": 10, "volume_count": 1},
-        {"id": 5, "token": "b", "match_count": 10, "volume_count": 1},
-        {"id": 6, "token": "é", "match_count": 10, "volume_count": 1},
-        {"id": 7, "token": "orphan", "match_count": None, "volume_count": None},
-    ]
+    shards = [(0, _ngrams(("b", 10), ("zz", 99), ("a zz", 5))),
+              (1, _ngrams(("a", 10), ("é", 10), ("_START_ a", 3), ("orphan b", 7)))]
     with beam.Pipeline() as p:
-        rows = p | beam.Create(totals) | BuildVocabulary()
-        assert_that(rows, equal_to(expected))
+        rows = (p | beam.Create(shards) | vocabulary.BuildVocabulary(shards=3)
+                  | beam.FlatMapTuple(lambda _name, t: [tuple(r.values()) for r in t.to_pylist()]))
+        assert_that(rows, equal_to(EXPECTED))
 
 
-def test_bucket_order_matches_the_global_order():
-    tokens = [("ab", (5, 1)), ("b", (5, 1)), ("a", (9, 1)), ("abc", (5, 1)), ("x", None), ("", None)]
-    by_bucket = sorted(tokens, key=lambda t: (id_bucket(*t), t[0].encode()))
-    by_rule = sorted(tokens, key=lambda t: (t[1] is None, -(t[1] or (0,))[0], t[0].encode()))
-    assert by_bucket == by_rule
-    starts = bucket_first_ids([(id_bucket("a", (9, 1)), 1), (id_bucket("b", (5, 1)), 2)], first_id=3)
-    assert starts == {id_bucket("a", (9, 1)): 3, id_bucket("b", (5, 1)): 4}
+def test_ranges_split_the_id_space_without_gaps():
+    tokens = vocabulary.tokens_of(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(300)]))
+    plan = vocabulary.plan_ranges(vocabulary.histogram(tokens), first_id=3, range_tokens=40)
+    numbered = [vocabulary.number_range(t for _, t in group)
+                for group in _groups(vocabulary.split_by_range(tokens, plan))]
+    ids = sorted(i for table in numbered for i in table["id"].to_pylist())
+    assert ids == list(range(3, 303)) and len(numbered) > 5
+    whole = pa.concat_tables(numbered).sort_by("id")
+    assert whole["token"].to_pylist()[:4] == ["w000", "w001", "w002", "w003"]
+
+
+def _groups(pairs):
+    grouped = {}
+    for key, table in pairs:
+        grouped.setdefault(key, []).append((key, table))
+    return grouped.values()

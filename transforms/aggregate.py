@@ -1,49 +1,63 @@
-"""Combine partial counts per n-gram across files and apply the minimum count."""
+"""Total every n-gram across files and chunks, then apply the minimum count."""
 
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from transforms import counts
+from transforms.counts import SumRunTables, to_ngram_table
+from transforms.shards import SplitByShard
+
+
+def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:
+    """The threshold applies to the total over all kept years, never to single year rows
+    (Google's own publication threshold works the same way)."""
+    return totals if min_count <= 1 else totals.filter(pc.greater_equal(totals["match"], min_count))
 
 
 class AggregateNgrams(beam.PTransform):
-    """(ngram, partial accumulator) -> (ngram, total accumulator) with total match >= min_count.
+    """Run tables -> (shard, n-gram table) with schemas.NGRAMS rows, each sorted by n-gram.
 
-    The threshold applies to the total over all kept years, never to single year
-    rows (Google's own publication threshold works the same way).
+    Runs are split by a stable hash of the n-gram, so every n-gram's runs meet
+    in one shard; Beam combines partial tables before the shuffle.
     """
 
-    def __init__(self, min_count: int = 1):
+    def __init__(self, min_count: int, shards: int):
         super().__init__()
-        self.min_count = min_count
+        self.min_count, self.shards = min_count, shards
 
-    def expand(self, partial_counts):
+    def expand(self, runs):
         min_count = self.min_count
         return (
-            partial_counts
-            | "Sum counts per n-gram" >> beam.CombinePerKey(counts.SumNgramCounts())
-            | "Keep n-grams with enough matches" >> beam.Filter(lambda kv: kv[1][0] >= min_count)
+            runs
+            | "Shard runs by n-gram" >> SplitByShard("ngram", self.shards)
+            | "Sum runs per n-gram" >> beam.CombinePerKey(SumRunTables())
+            | "Keep n-grams with enough matches" >> beam.MapTuple(
+                lambda shard, t: (shard, to_ngram_table(keep_frequent(t, min_count))))
         )
 
 
-class ToNgramRows(beam.PTransform):
-    """(ngram, total accumulator) -> output rows of schemas.NGRAMS."""
+def order_totals(ngrams: pa.Table):
+    """(order, (n-grams, match total, volume total)) of one table."""
+    grouped = ngrams.group_by("order").aggregate([("order", "count"), ("match_count", "sum"),
+                                                  ("volume_count", "sum")])
+    for row in grouped.to_pylist():
+        yield row["order"], (row["order_count"], row["match_count_sum"], row["volume_count_sum"])
 
-    def expand(self, totals):
-        return totals | "Build n-gram rows" >> beam.MapTuple(counts.to_row)
 
-
-def order_stats(row):
-    return row["order"], (1, row["match_count"], row["volume_count"])
+def files_by_order(shard: int, ngrams: pa.Table):
+    """(output name, rows) for each order present in one shard's table."""
+    for order in pc.unique(ngrams["order"]).to_pylist():
+        yield f"ngrams/order={order}/part-{shard:05d}", ngrams.filter(pc.equal(ngrams["order"], order))
 
 
 class SummarizeOrders(beam.PTransform):
-    """N-gram rows -> one record per order: n-gram count and match/volume totals."""
+    """(shard, n-gram table) -> (name, record) per order: n-gram count and match/volume totals."""
 
-    def expand(self, rows):
+    def expand(self, ngram_tables):
         return (
-            rows
-            | "Key by order" >> beam.Map(order_stats)
+            ngram_tables
+            | "Totals per order" >> beam.FlatMapTuple(lambda _shard, t: order_totals(t))
             | "Sum per order" >> beam.CombinePerKey(beam.combiners.TupleCombineFn(sum, sum, sum))
-            | "Order record" >> beam.MapTuple(
-                lambda order, t: {"order": order, "ngrams": t[0], "match_count": t[1], "volume_count": t[2]})
+            | "Order record" >> beam.MapTuple(lambda order, t: (
+                f"order-{order}", {"order": order, "ngrams": t[0], "match_count": t[1], "volume_count": t[2]}))
         )

@@ -1,94 +1,89 @@
-"""Per-n-gram totals: a compact accumulator and the CombineFn that merges them.
+"""Per-n-gram totals: merging run tables, and turning totals into output rows.
 
-An accumulator is a tuple ``(match, volume, year_mask, series)``:
-- ``year_mask`` has bit ``year - YEAR_MIN`` set for every year seen, so the
-  number of distinct years, the first and the last year stay exact when case
-  variants or several files contribute rows for the same year. It travels as
-  little-endian bytes: as an int it is wider than the 64 bits Beam's int
-  coders take;
-- ``series`` is ``{year: (match, volume)}`` when per-year series are kept,
-  else None.
+A run table (transforms/runs.py) may hold the same n-gram several times: a run
+cut by a chunk boundary, case variants after --lowercase, or the same n-gram
+in two files. ``merge_runs`` sums them into one row per n-gram, sorted by
+n-gram, in vectorized code; ``SumRunTables`` is the CombineFn that does it per
+shard, so Beam can combine partial tables before the shuffle.
 """
 
 import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from schemas import YEAR_MAX, YEAR_MIN
+from schemas import ngrams_schema
+from transforms import columnar
 
-_MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
-EMPTY = (0, 0, bytes(_MASK_BYTES), None)
-
-
-def _mask_bytes(mask: int) -> bytes:
-    return mask.to_bytes(_MASK_BYTES, "little")
-
-
-def _mask_int(mask: bytes) -> int:
-    return int.from_bytes(mask, "little")
+#: Buffered run rows after which a combiner accumulator is compacted.
+COMPACT_ROWS = 1 << 20
 
 
-def accumulate(series, keep_years: bool):
-    """The accumulator of one parsed row's (year, match, volume) tuples."""
-    match = volume = mask = 0
-    per_year = {} if keep_years else None
-    for year, m, v in series:
-        match += m
-        volume += v
-        mask |= 1 << (year - YEAR_MIN)
-        if per_year is not None:
-            pm, pv = per_year.get(year, (0, 0))
-            per_year[year] = (pm + m, pv + v)
-    return match, volume, _mask_bytes(mask), per_year
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
-def merge(a, b):
-    series = a[3]
-    if b[3] is not None:
-        series = dict(series or {})
-        for year, (m, v) in b[3].items():
-            pm, pv = series.get(year, (0, 0))
-            series[year] = (pm + m, pv + v)
-    return a[0] + b[0], a[1] + b[1], _mask_bytes(_mask_int(a[2]) | _mask_int(b[2])), series
+def merge_runs(runs: pa.Table) -> pa.Table:
+    """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema."""
+    if runs.num_rows == 0:
+        return runs
+    runs = runs.take(pc.sort_indices(runs, [("ngram", "ascending")]))
+    keys = runs["ngram"].combine_chunks()
+    starts = columnar.run_starts(keys)
+    if len(starts) == runs.num_rows:
+        return runs.combine_chunks()
+    columns = [
+        keys.take(pa.array(starts)),
+        pa.array(np.add.reduceat(columnar.numpy(runs["match"]), starts)),
+        pa.array(np.add.reduceat(columnar.numpy(runs["volume"]), starts)),
+        columnar.mask_array(np.bitwise_or.reduceat(columnar.mask_matrix(runs["years"]), starts, axis=0)),
+    ]
+    if "year_series" in runs.column_names:
+        ids = columnar.run_ids(starts, runs.num_rows)
+        parent, years, matches, volumes = columnar.explode_series(keys, runs["year_series"])
+        columns.append(columnar.series_by_run(ids[parent], years, matches, volumes, len(starts)))
+    return pa.Table.from_arrays(columns, schema=runs.schema)
 
 
-def to_row(ngram: str, acc) -> dict:
-    """An output row of schemas.NGRAMS (or NGRAMS_WITH_YEARS)."""
-    match, volume, mask, series = acc
-    mask = _mask_int(mask)
-    row = {
-        "ngram": ngram,
-        "order": ngram.count(" ") + 1,
-        "match_count": match,
-        "volume_count": volume,
-        "first_year": YEAR_MIN + (mask & -mask).bit_length() - 1,
-        "last_year": YEAR_MIN + mask.bit_length() - 1,
-        "years": mask.bit_count(),
-    }
-    if series is not None:
-        row["year_series"] = [
-            {"year": y, "match_count": m, "volume_count": v} for y, (m, v) in sorted(series.items())
-        ]
-    return row
+def to_ngram_table(totals: pa.Table) -> pa.Table:
+    """Rows of schemas.NGRAMS (or NGRAMS_WITH_YEARS) from merged totals."""
+    keep_years = "year_series" in totals.column_names
+    first, last, years = columnar.mask_stats(totals["years"])
+    columns = [
+        totals["ngram"],
+        pc.add(pc.count_substring(totals["ngram"], " "), 1).cast(pa.int8()),
+        totals["match"],
+        totals["volume"],
+        pa.array(first),
+        pa.array(last),
+        pa.array(years),
+    ]
+    if keep_years:
+        columns.append(totals["year_series"])
+    return pa.Table.from_arrays(columns, schema=ngrams_schema(keep_years))
 
 
-class SumNgramCounts(beam.CombineFn):
-    """Merges partial accumulators of one n-gram (from several files or case variants).
+class SumRunTables(beam.CombineFn):
+    """Run tables of one shard -> one merged table (one row per n-gram).
 
-    Inputs are already accumulators (each file collapses its own runs while
-    reading), so adding an input is a merge; Beam lifts this combiner before
-    the shuffle.
+    The accumulator is a list of tables, compacted with ``merge_runs`` once it
+    buffers COMPACT_ROWS rows more than at its last compaction, so a
+    combiner's memory follows the number of distinct n-grams, not the number
+    of runs it has seen.
     """
 
     def create_accumulator(self):
-        return EMPTY
+        return []
 
-    def add_input(self, accumulator, element):
-        return merge(accumulator, element)
+    def add_input(self, accumulator, table):
+        accumulator.append(table)
+        if len(accumulator) > 1 and sum(t.num_rows for t in accumulator[1:]) >= COMPACT_ROWS:
+            accumulator[:] = [merge_runs(_concat(accumulator))]
+        return accumulator
 
     def merge_accumulators(self, accumulators):
-        total = EMPTY
-        for acc in accumulators:
-            total = merge(total, acc)
-        return total
+        tables = [table for acc in accumulators for table in acc]
+        return [merge_runs(_concat(tables))] if len(tables) > 1 else tables
 
     def extract_output(self, accumulator):
-        return accumulator
+        return merge_runs(_concat(accumulator))

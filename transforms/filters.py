@@ -1,8 +1,9 @@
-"""Row-level filters, as pure functions: POS policy, case folding, year window.
+"""Row policy: POS tags, case folding and the year window.
 
-They run on each parsed row *before* aggregation. The minimum-count filter is
-not here on purpose: Google's threshold (and ours) applies to an n-gram's total
-over all kept years, so it runs after aggregation (see transforms/counts.py).
+The policy is applied in transforms/runs.py, before aggregation. The
+minimum-count filter is not here on purpose: Google's threshold (and ours)
+applies to an n-gram's total over all kept years, so it runs after aggregation
+(transforms/aggregate.py).
 """
 
 import re
@@ -13,7 +14,10 @@ from schemas import END, START
 POS_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", "X", ".")
 _TAGS = "|".join(re.escape(t) for t in POS_TAGS)
 # `burnt_VERB` (a tagged word) or `_NOUN_` (a wildcard standing for any noun).
-_TAGGED = re.compile(rf"(?P<word>.+)(?P<tag>_(?:{_TAGS}))|_(?:{_TAGS})_")
+_TAGGED_TOKEN = rf"(?P<word>[^ ]+)(?P<tag>_(?:{_TAGS}))|_(?:{_TAGS})_"
+_TAGGED = re.compile(_TAGGED_TOKEN)
+#: The same rule over a whole n-gram, for Arrow's (RE2) regex kernels.
+TAGGED_IN_NGRAM = rf"(?:^| )(?:[^ ]+_(?:{_TAGS})|_(?:{_TAGS})_)(?: |$)"
 BOUNDARY_TOKENS = frozenset({START, END})
 
 
@@ -48,18 +52,3 @@ class RowPolicy:
     lowercase: bool = False
     year_min: int | None = None
     year_max: int | None = None
-
-    def key(self, tokens: list[str]) -> str | None:
-        """The n-gram's output key, or None when the POS policy drops it."""
-        if self.pos == "drop" and any(is_pos_tagged(t) for t in tokens):
-            return None
-        if self.lowercase:
-            tokens = [fold_case(t) for t in tokens]
-        return " ".join(tokens)
-
-    def years(self, series):
-        """The (year, match, volume) rows inside the year window."""
-        lo, hi = self.year_min, self.year_max
-        if lo is None and hi is None:
-            return series
-        return [row for row in series if (lo is None or row[0] >= lo) and (hi is None or row[0] <= hi)]

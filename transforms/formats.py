@@ -21,9 +21,16 @@ class Malformed(ValueError):
     """A line that is not a valid row; the message is the reject reason."""
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _count(text: str, what: str) -> int:
+    text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader does
     if text.isascii() and text.isdigit():
-        return int(text)
+        value = int(text)
+        if value > _INT64_MAX:
+            raise Malformed(f"{what} too large: {text[:40]}")
+        return value
     if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():
         raise Malformed(f"negative {what}: {text}")
     raise Malformed(f"non-numeric {what}: {text[:40]!r}")

@@ -1,14 +1,12 @@
-"""Read n-gram files: streaming decompression, parsing, per-file run collapse.
+"""Read n-gram files: streaming decompression, chunked parsing, run collapse.
 
-Each input file is read as a stream (never whole into memory). Rows of one
-n-gram are consecutive in Google's files, so consecutive rows with the same
-output key are merged while reading and emitted as one partial accumulator:
-the shuffle that follows carries one element per n-gram and file, not one per
-year row.
+Each input file is read as a stream, in chunks of whole lines (memory does not
+depend on the file's size). Each chunk is parsed into Arrow (transforms/rows.py)
+and its consecutive rows of one n-gram collapsed into runs (transforms/runs.py):
+what leaves this stage is a few tables per file, one row per n-gram.
 """
 
-import io
-import itertools
+import hashlib
 import json
 import os
 import time
@@ -20,14 +18,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from isal import igzip, isal_zlib
 
-from schemas import RAW_LIMIT
-from transforms import counts, formats
+from transforms import formats, rows, runs
 from transforms.filters import RowPolicy
 
 GZIP_MAGIC = b"\x1f\x8b"
-_READ_BUFFER = 1 << 20
 _CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
-_PROGRESS_EVERY = 100_000
+#: Decompressed bytes parsed at once: large enough for Arrow to run at full speed,
+#: small enough to keep a worker's memory flat.
+CHUNK_BYTES = 8 << 20
 
 
 class InputFileError(RuntimeError):
@@ -53,22 +51,20 @@ class ReadSettings:
     progress_dir: str | None = None  # where per-file progress is written for the CLI
 
 
-def _open_lines(path: str):
-    """A binary line stream of the decompressed file and its compressed byte stream."""
+def _open(path: str):
+    """(decompressed byte stream, compressed byte stream) of a gzip or plain file."""
     raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-    if raw.read(2) == GZIP_MAGIC:
-        raw.seek(0)
-        return io.BufferedReader(igzip.GzipFile(fileobj=raw, mode="rb"), _READ_BUFFER), raw
+    gzipped = raw.read(2) == GZIP_MAGIC
     raw.seek(0)
-    return io.BufferedReader(raw, _READ_BUFFER) if not isinstance(raw, io.BufferedReader) else raw, raw
+    return (igzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw), raw
 
 
 def verify_readable(path: str) -> str | None:
     """Decompress a whole file, checking gzip CRCs and lengths; the problem, or None."""
     try:
-        lines, raw = _open_lines(path)
-        with raw, lines:
-            while lines.read(_READ_BUFFER):
+        data, raw = _open(path)
+        with raw, data:
+            while data.read(CHUNK_BYTES):
                 pass
     except _CORRUPT_ERRORS as err:
         return f"corrupt or truncated gzip ({err})"
@@ -95,8 +91,28 @@ class _Progress:
         os.replace(tmp, self.target)
 
 
+def chunks(stream, first_block: bytes):
+    """(number of the first line, bytes) of consecutive pieces of whole lines."""
+    number, carry, block = 1, b"", first_block
+    while block:
+        data = carry + block
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        if cut:
+            yield number, data[:cut]
+            number += data.count(b"\n", 0, cut)
+        block = stream.read(CHUNK_BYTES)
+    if carry:
+        yield number, carry
+
+
+def file_id(path: str) -> str:
+    """A short name for an input file, stable across runs, for the files written about it."""
+    return hashlib.sha1(path.encode()).hexdigest()[:16]
+
+
 class ReadNgramFile(beam.DoFn):
-    """(path, size) -> (ngram, accumulator) per run of rows; rejects and file stats on the side."""
+    """(path, size) -> run tables (transforms/runs.py); named reject tables and file stats on the side."""
 
     REJECTS = "rejects"
     FILE_STATS = "file_stats"
@@ -112,7 +128,7 @@ class ReadNgramFile(beam.DoFn):
             problem = verify_readable(path)
             if problem:
                 stats.update(status="skipped", reason=problem)
-                yield beam.pvalue.TaggedOutput(self.FILE_STATS, stats)
+                yield beam.pvalue.TaggedOutput(self.FILE_STATS, (file_id(path), stats))
                 return
         try:
             yield from self._read(path, size, stats)
@@ -120,58 +136,40 @@ class ReadNgramFile(beam.DoFn):
             raise InputFileError(path, f"corrupt or truncated gzip ({err}); "
                                  "the output is marked incomplete. Use --on-corrupt-file skip to "
                                  "record such files as skipped and go on") from None
-        yield beam.pvalue.TaggedOutput(self.FILE_STATS, stats)
+        yield beam.pvalue.TaggedOutput(self.FILE_STATS, (file_id(path), stats))
 
     def _read(self, path, size, stats):
         settings = self.settings
-        policy, keep_years = settings.policy, settings.keep_years
         progress = _Progress(settings.progress_dir, path, size)
-        lines, raw = _open_lines(path)
-        with raw, lines:
-            head = list(itertools.islice(lines, formats.DETECT_LINES))
-            fmt = settings.format or formats.detect_format(head)
+        data, raw = _open(path)
+        with raw, data:
+            first_block = data.read(CHUNK_BYTES)
+            fmt = settings.format or formats.detect_format(first_block.split(b"\n", formats.DETECT_LINES))
             if fmt is None:
-                if not any(line.strip() for line in head):
+                if not first_block.strip():
                     stats["format"] = "empty"
                     return
-                raise InputFileError(path, f"no line among the first {len(head)} is in a known format "
-                                     f"({', '.join(formats.FORMATS)}); pass --format to force one")
+                raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
+                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
             stats["format"] = fmt
-            parse = formats.PARSERS[fmt]
-            run_key, run_acc = None, None
-            lineno = 0
-            for lineno, raw_line in enumerate(itertools.chain(head, lines), 1):
-                if lineno % _PROGRESS_EVERY == 0:
-                    progress.update(lineno, raw.tell())
-                try:
-                    tokens, series = parse(formats.decode(raw_line))
-                except formats.Malformed as bad:
-                    stats["rows_rejected"] += 1
-                    yield beam.pvalue.TaggedOutput(self.REJECTS, {
-                        "file": path, "line": lineno, "reason": str(bad), "raw": raw_line.rstrip(b"\r\n")[:RAW_LIMIT]})
-                    continue
-                key = policy.key(tokens)
-                series = policy.years(series) if key is not None else ()
-                if not series:
-                    stats["rows_filtered"] += 1
-                    continue
-                acc = counts.accumulate(series, keep_years)
-                if key == run_key:
-                    run_acc = counts.merge(run_acc, acc)
-                    continue
-                if run_key is not None:
-                    stats["runs"] += 1
-                    yield run_key, run_acc
-                run_key, run_acc = key, acc
-            if run_key is not None:
-                stats["runs"] += 1
-                yield run_key, run_acc
-            stats["rows_read"] = lineno
-            progress.update(lineno, raw.tell(), done=True)
+            for first_line, chunk in chunks(data, first_block):
+                table, rejected = rows.parse_chunk(chunk, fmt, path, first_line)
+                found, dropped = runs.collapse(table, settings.policy, settings.keep_years)
+                stats["rows_read"] += rows.line_count(chunk)
+                stats["rows_rejected"] += rejected.num_rows
+                stats["rows_filtered"] += dropped
+                stats["runs"] += found.num_rows
+                if rejected.num_rows:
+                    name = f"part-{file_id(path)}-{first_line:012d}"
+                    yield beam.pvalue.TaggedOutput(self.REJECTS, (name, rejected))
+                if found.num_rows:
+                    yield found
+                progress.update(stats["rows_read"], raw.tell())
+            progress.update(stats["rows_read"], raw.tell(), done=True)
 
 
 class ReadNgramFiles(beam.PTransform):
-    """(path, size) pairs -> tagged outputs: partial counts per n-gram, rejects, file stats."""
+    """(path, size) pairs -> tagged outputs: run tables ("runs"), reject tables, file stats."""
 
     def __init__(self, settings: ReadSettings):
         super().__init__()
@@ -183,5 +181,5 @@ class ReadNgramFiles(beam.PTransform):
             # One file is one unit of work; spread them over the workers.
             | "Spread files over workers" >> beam.Reshuffle()
             | "Parse rows and collapse runs" >> beam.ParDo(ReadNgramFile(self.settings)).with_outputs(
-                ReadNgramFile.REJECTS, ReadNgramFile.FILE_STATS, main="counts")
+                ReadNgramFile.REJECTS, ReadNgramFile.FILE_STATS, main="runs")
         )

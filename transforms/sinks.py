@@ -1,79 +1,73 @@
-"""Parquet and JSON-lines sinks built on ``fileio.WriteToFiles``.
+"""Write Arrow tables and JSON records as files with deterministic names.
 
-``fileio.WriteToFiles`` is used rather than ``WriteToParquet`` because it is the
-file sink that finalizes correctly in Flink's checkpointed (streaming) mode as
-well as in batch (see ../shared/PLATFORM.md), so one writer serves every runner.
+Every element written here already has a name that identifies it within the
+job (a shard number, an order, an input file and chunk), so a file is written
+under a temporary name and renamed to its final one: a retried bundle writes
+the same file again instead of adding a duplicate. This needs no
+finalization step, so it behaves the same in batch and in Flink's checkpointed
+(streaming) mode, and it avoids the stages ``fileio.WriteToFiles`` adds per
+output folder.
 """
 
 import json
+import os
+import uuid
 
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io import fileio
+from apache_beam.io.filesystems import FileSystems
 
-#: Rows buffered before they are written as one Parquet row group.
+#: Rows per Parquet row group (DuckDB prunes row groups by their min/max statistics).
 ROW_GROUP_ROWS = 128 * 1024
 
 
-class ParquetSink(fileio.FileSink):
-    def __init__(self, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS):
-        self.schema = schema
-        self.row_group_rows = row_group_rows
-        self._writer = None
-        self._rows = []
-
-    def open(self, fh):
-        self._writer = pq.ParquetWriter(fh, self.schema, compression="zstd")
-        self._rows = []
-
-    def write(self, record):
-        self._rows.append(record)
-        if len(self._rows) >= self.row_group_rows:
-            self._write_rows()
-
-    def flush(self):
-        self._write_rows()
-        self._writer.close()
-
-    def _write_rows(self):
-        if self._rows:
-            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
-            self._rows = []
+def _publish(path: str, write) -> str:
+    if "://" not in path:  # object stores have no folders to create
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+    with FileSystems.create(tmp) as fh:
+        write(fh)
+    if FileSystems.exists(path):  # written before by an attempt that was retried
+        FileSystems.delete([path])
+    FileSystems.rename([tmp], [path])
+    return path
 
 
-class JsonLinesSink(fileio.TextSink):
-    def write(self, record):
-        super().write(json.dumps(record, sort_keys=True))
+def write_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str:
+    def write(fh):
+        pq.write_table(table.cast(schema), fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+
+    return _publish(FileSystems.join(root, f"{name}.parquet"), write)
 
 
-def _part_naming(suffix: str):
-    def naming(window, pane, shard_index, total_shards, compression, destination):
-        return f"part-{shard_index:05d}-of-{total_shards:05d}{suffix}"
-
-    return naming
+def write_json(root: str, name: str, record: dict) -> str:
+    return _publish(FileSystems.join(root, f"{name}.json"),
+                    lambda fh: fh.write(json.dumps(record, sort_keys=True).encode()))
 
 
-class WriteParquet(beam.PTransform):
-    """Dict rows -> ``part-*.parquet`` files under a folder, with the given schema."""
+class WriteTables(beam.PTransform):
+    """(name, table) pairs -> ``root/NAME.parquet`` files in ``schema``; outputs their paths.
 
-    def __init__(self, path: str, schema: pa.Schema):
+    NAME may contain folders (``ngrams/order=2/part-00003``).
+    """
+
+    def __init__(self, root: str, schema: pa.Schema):
         super().__init__()
-        self.path, self.schema = path, schema
+        self.root, self.schema = root, schema
 
-    def expand(self, rows):
-        schema = self.schema
-        return rows | fileio.WriteToFiles(
-            self.path, file_naming=_part_naming(".parquet"), sink=lambda _dest: ParquetSink(schema))
+    def expand(self, named_tables):
+        root, schema = self.root, self.schema
+        return named_tables | beam.MapTuple(lambda name, table: write_table(root, name, table, schema))
 
 
-class WriteJsonLines(beam.PTransform):
-    """JSON-serialisable records -> ``part-*.jsonl`` files under a folder."""
+class WriteRecords(beam.PTransform):
+    """(name, dict) pairs -> ``root/NAME.json`` files; outputs their paths."""
 
-    def __init__(self, path: str):
+    def __init__(self, root: str):
         super().__init__()
-        self.path = path
+        self.root = root
 
-    def expand(self, records):
-        return records | fileio.WriteToFiles(
-            self.path, file_naming=_part_naming(".jsonl"), sink=lambda _dest: JsonLinesSink())
+    def expand(self, named_records):
+        root = self.root
+        return named_records | beam.MapTuple(lambda name, record: write_json(root, name, record))

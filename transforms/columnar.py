@@ -1,0 +1,144 @@
+"""Vectorized building blocks over Arrow/NumPy columns, shared by the stages.
+
+Year sets travel as fixed-size bit masks (bit ``year - YEAR_MIN``): merging
+partial counts of one n-gram is then a bitwise OR, and the number of distinct
+years, the first and the last year stay exact however the rows were split.
+"""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
+
+MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
+MASK_TYPE = pa.binary(MASK_BYTES)
+
+SERIES_TYPE = YEAR_SERIES
+
+
+def numpy(column) -> np.ndarray:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.to_numpy(zero_copy_only=False)
+
+
+def run_starts(keys) -> np.ndarray:
+    """Indices where a new run of equal consecutive keys begins."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    changed = numpy(pc.not_equal(keys.slice(1), keys.slice(0, n - 1)))
+    return np.flatnonzero(np.concatenate(([True], changed)))
+
+
+def run_ids(starts: np.ndarray, n: int) -> np.ndarray:
+    """For each of n rows, the index of the run it belongs to."""
+    marks = np.zeros(n, np.int64)
+    marks[starts[1:]] = 1
+    return np.cumsum(marks)
+
+
+def year_masks(years: np.ndarray, ids: np.ndarray, runs: int) -> np.ndarray:
+    """(runs, MASK_BYTES) uint8 masks with the bit of every (run, year) pair set."""
+    bit = years.astype(np.int64) - YEAR_MIN
+    masks = np.zeros((runs, MASK_BYTES), np.uint8)
+    np.bitwise_or.at(masks, (ids, bit >> 3), (1 << (bit & 7)).astype(np.uint8))
+    return masks
+
+
+def mask_array(masks: np.ndarray) -> pa.Array:
+    return pa.FixedSizeBinaryArray.from_buffers(MASK_TYPE, len(masks), [None, pa.py_buffer(masks.tobytes())])
+
+
+def mask_matrix(column) -> np.ndarray:
+    """The (n, MASK_BYTES) uint8 view of a mask column."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if len(column) == 0:
+        return np.zeros((0, MASK_BYTES), np.uint8)
+    data = np.frombuffer(column.buffers()[1], np.uint8)
+    start = column.offset * MASK_BYTES
+    return data[start:start + len(column) * MASK_BYTES].reshape(len(column), MASK_BYTES)
+
+
+_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], np.uint8)
+_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 for b in range(256)], np.int64)
+_HIGHEST_BIT = np.array([b.bit_length() - 1 for b in range(256)], np.int64)
+
+
+def mask_stats(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first year, last year, number of years) of each (non-empty) mask."""
+    matrix = mask_matrix(column)
+    rows = np.arange(len(matrix))
+    nonzero = matrix != 0
+    low = nonzero.argmax(axis=1)
+    high = MASK_BYTES - 1 - nonzero[:, ::-1].argmax(axis=1)
+    first = YEAR_MIN + 8 * low + _LOWEST_BIT[matrix[rows, low]]
+    last = YEAR_MIN + 8 * high + _HIGHEST_BIT[matrix[rows, high]]
+    count = _POPCOUNT[matrix].sum(axis=1, dtype=np.int64)
+    return first.astype(np.int16), last.astype(np.int16), count.astype(np.int16)
+
+
+def series_by_run(ids: np.ndarray, years, matches, volumes, runs: int) -> pa.Array:
+    """Per run, its (year, match, volume) list: summed per year, years ascending."""
+    grouped = pa.table({"run": ids, "year": years, "match": matches, "volume": volumes}) \
+        .group_by(["run", "year"]).aggregate([("match", "sum"), ("volume", "sum")]) \
+        .sort_by([("run", "ascending"), ("year", "ascending")])
+    offsets = np.searchsorted(numpy(grouped["run"]), np.arange(runs + 1)).astype(np.int32)
+    values = pa.StructArray.from_arrays(
+        [grouped["year"].combine_chunks().cast(pa.int16()), grouped["match_sum"].combine_chunks(),
+         grouped["volume_sum"].combine_chunks()],
+        fields=list(SERIES_TYPE.value_type))
+    return pa.ListArray.from_arrays(pa.array(offsets), values, type=SERIES_TYPE)
+
+
+def explode_series(keys, series) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Array]:
+    """(key index, year, match, volume) of every element of a series column."""
+    if isinstance(series, pa.ChunkedArray):
+        series = series.combine_chunks()
+    flat = pc.list_flatten(series)
+    return (numpy(pc.list_parent_indices(series)), flat.field("year"), flat.field("match_count"),
+            flat.field("volume_count"))
+
+
+def _string_buffers(strings) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets as int64, data bytes) of a string array, honouring its slice offset."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    n = len(strings)
+    offsets = np.frombuffer(strings.buffers()[1], np.int32)[strings.offset:strings.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(strings.buffers()[2] or b"", np.uint8)
+    return offsets, data
+
+
+def prefix16(strings) -> np.ndarray:
+    """The first two UTF-8 bytes of each string as a big-endian number (missing bytes are 0)."""
+    offsets, data = _string_buffers(strings)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    padded = np.concatenate((data, np.zeros(2, np.uint8)))
+    first = np.where(lengths >= 1, padded[starts], 0).astype(np.uint16)
+    second = np.where(lengths >= 2, padded[starts + 1], 0).astype(np.uint16)
+    return first << 8 | second
+
+
+# A fixed random weight per byte position makes the shard of a key the same in
+# every process and on every machine (Python's hash() is salted per process).
+_WEIGHTS = np.random.default_rng(20121701).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
+
+
+def shard_of(keys, shards: int) -> np.ndarray:
+    """A stable shard number in [0, shards) for each string key (keys must be non-empty)."""
+    if len(keys) == 0:
+        return np.zeros(0, np.int64)
+    offsets, data = _string_buffers(keys)
+    data = data[offsets[0]:offsets[-1]].astype(np.uint64)
+    starts = offsets[:-1] - offsets[0]
+    lengths = np.diff(offsets)
+    position = np.arange(len(data)) - np.repeat(starts, lengths)
+    with np.errstate(over="ignore"):
+        h = np.add.reduceat(data * _WEIGHTS[position & 63], starts)
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    return (h % np.uint64(shards)).astype(np.int64)

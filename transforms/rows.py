@@ -1,0 +1,134 @@
+"""Parse a chunk of lines into an Arrow table of year rows, at C speed where possible.
+
+A chunk is a run of whole lines of one file. Its rows come out as a table with
+ROW_SCHEMA: one row per (n-gram, year), in file order. Clean chunks are parsed
+by Arrow (the CSV reader for the one-row-per-year formats, string kernels for
+the 2020 tuples) and validated with vectorized checks; a chunk with anything
+unusual in it is parsed again line by line by transforms/formats.py, which
+names each malformed line. Both paths accept and reject exactly the same lines.
+"""
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as csv
+
+from schemas import MAX_ORDER, RAW_LIMIT, REJECTS, YEAR_MAX, YEAR_MIN
+from transforms import formats
+
+ROW_SCHEMA = pa.schema([("ngram", pa.string()), ("year", pa.int32()), ("match", pa.int64()), ("volume", pa.int64())])
+
+_PARSE = csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False, double_quote=False,
+                          newlines_in_values=False, ignore_empty_lines=False)
+_COLUMNS = {
+    "2012": ["ngram", "year", "match", "volume"],
+    "2009": ["ngram", "year", "match", "pages", "volume"],
+}
+
+
+class _Unusual(Exception):
+    """The fast path cannot vouch for this chunk; parse it line by line."""
+
+
+def _read_tsv(chunk: bytes, fmt: str) -> pa.Table:
+    names = _COLUMNS[fmt]
+    types = {n: ROW_SCHEMA.field(n).type if n in ROW_SCHEMA.names else pa.int64() for n in names}
+    try:
+        table = csv.read_csv(
+            pa.py_buffer(chunk),
+            read_options=csv.ReadOptions(column_names=names, use_threads=False, block_size=len(chunk) + 1),
+            parse_options=_PARSE,
+            convert_options=csv.ConvertOptions(column_types=types, check_utf8=True, strings_can_be_null=False,
+                                               quoted_strings_can_be_null=False, null_values=[]),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise _Unusual(str(err)) from None
+    if fmt == "2009":
+        if pc.any(pc.less(table["pages"], 0)).as_py():
+            raise _Unusual("negative page count")
+        table = table.drop(["pages"])
+    return table
+
+
+def _read_2020(chunk: bytes) -> pa.Table:
+    try:
+        lines = pa.array(chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n"), pa.binary())
+        lines = lines.cast(pa.string())
+        fields = pc.split_pattern(lines, "\t")
+        if pc.any(pc.less(pc.list_value_length(fields), 2)).as_py():
+            raise _Unusual("a line without year tuples")
+        tuples = pc.list_slice(fields, 1)
+        parts = pc.split_pattern(pc.list_flatten(tuples), ",")
+        if not pc.all(pc.equal(pc.list_value_length(parts), 3)).as_py():
+            raise _Unusual("a malformed year tuple")
+        ngram = pc.take(pc.list_element(fields, 0), pc.list_parent_indices(tuples))
+        return pa.table([
+            ngram,
+            pc.list_element(parts, 0).cast(pa.int32()),
+            pc.list_element(parts, 1).cast(pa.int64()),
+            pc.list_element(parts, 2).cast(pa.int64()),
+        ], schema=ROW_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise _Unusual(str(err)) from None
+
+
+def _check(table: pa.Table, lines: int, fmt: str) -> None:
+    """Raise _Unusual unless every row passes the same checks formats.py applies."""
+    if fmt != "2020" and table.num_rows != lines:
+        raise _Unusual("row count differs from line count")
+    ngram = table["ngram"]
+    spaces = pc.count_substring(ngram, " ")
+    bad = pc.or_(
+        pc.or_(pc.less(table["year"], YEAR_MIN), pc.greater(table["year"], YEAR_MAX)),
+        pc.or_(pc.less(table["match"], 0), pc.less(table["volume"], 0)),
+    )
+    # Odd spacing is legal but needs formats.tokens_of to normalise it.
+    odd = pc.or_(
+        pc.or_(pc.greater(spaces, MAX_ORDER - 1), pc.equal(pc.utf8_length(ngram), 0)),
+        pc.or_(pc.or_(pc.starts_with(ngram, " "), pc.ends_with(ngram, " ")), pc.match_substring(ngram, "  ")),
+    )
+    if pc.any(pc.or_(bad, odd)).as_py():
+        raise _Unusual("values outside the fast path's range")
+
+
+def _line_by_line(chunk: bytes, fmt: str, path: str, first_line: int):
+    parse = formats.PARSERS[fmt]
+    ngrams, years, matches, volumes = [], [], [], []
+    rejects = {"file": [], "line": [], "reason": [], "raw": []}
+    lines = chunk.split(b"\n")
+    if chunk.endswith(b"\n"):
+        lines.pop()
+    for number, raw in enumerate(lines, first_line):
+        try:
+            tokens, series = parse(formats.decode(raw))
+        except formats.Malformed as bad:
+            for column, value in zip(rejects, (path, number, str(bad), raw.rstrip(b"\r")[:RAW_LIMIT])):
+                rejects[column].append(value)
+            continue
+        ngram = " ".join(tokens)
+        for year, match, volume in series:
+            ngrams.append(ngram)
+            years.append(year)
+            matches.append(match)
+            volumes.append(volume)
+    table = pa.table([ngrams, years, matches, volumes], schema=ROW_SCHEMA)
+    return table, pa.table(rejects, schema=REJECTS)
+
+
+def parse_chunk(chunk: bytes, fmt: str, path: str, first_line: int) -> tuple[pa.Table, pa.Table]:
+    """(rows with ROW_SCHEMA, rejects with schemas.REJECTS) of whole lines ``chunk``.
+
+    ``first_line`` is the 1-based number of the chunk's first line in the file.
+    """
+    # Arrow also reads hexadecimal integers; the rare chunk that may hold one takes the careful path.
+    if b"0x" in chunk or b"0X" in chunk:
+        return _line_by_line(chunk, fmt, path, first_line)
+    try:
+        table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
+        _check(table, line_count(chunk), fmt)
+        return table, REJECTS.empty_table()
+    except _Unusual:
+        return _line_by_line(chunk, fmt, path, first_line)
+
+
+def line_count(chunk: bytes) -> int:
+    return chunk.count(b"\n") + (len(chunk) > 0 and not chunk.endswith(b"\n"))

@@ -1,0 +1,35 @@
+"""Split tables into shards by a stable hash of a key column, for the shuffle."""
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from transforms import columnar
+
+
+def split_by_key(table: pa.Table, keys: np.ndarray):
+    """(key, sub-table) pairs, one per distinct integer key, covering every row once."""
+    if table.num_rows == 0:
+        return
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    table = table.take(pa.array(order))
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    for start, end in zip(starts, np.append(starts[1:], len(keys))):
+        yield int(keys[start]), table.slice(start, end - start)
+
+
+def split_by_shard(table: pa.Table, column: str, shards: int):
+    """(shard, sub-table) pairs by a stable hash of ``column``."""
+    yield from split_by_key(table, columnar.shard_of(table[column], shards))
+
+
+class SplitByShard(beam.PTransform):
+    """Tables -> (shard, table) pairs keyed by the shard of each row's ``column``."""
+
+    def __init__(self, column: str, shards: int):
+        super().__init__()
+        self.column, self.shards = column, shards
+
+    def expand(self, tables):
+        return tables | beam.FlatMap(split_by_shard, self.column, self.shards)
