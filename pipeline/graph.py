@@ -6,7 +6,7 @@ import schemas
 from pipeline.options import ImportOptions
 from pipeline.output import OutputDir
 from transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
-from transforms.read import ReadNgramFiles, ReadSettings
+from transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from transforms.sinks import WriteRecords, WriteTables
 from transforms.vocabulary import BuildVocabulary
 
@@ -20,6 +20,11 @@ BYTES_PER_SHARD = 32 << 20
 
 def shard_count(input_bytes: int) -> int:
     return max(2, min(4096, input_bytes // BYTES_PER_SHARD + 1))
+
+
+def work_unit_bytes(input_bytes: int) -> int:
+    """Enough units to keep every worker busy, few enough to keep per-unit overhead small."""
+    return max(1 << 20, min(64 << 20, input_bytes // 16))
 
 
 class ImportNgrams(beam.PTransform):
@@ -43,10 +48,11 @@ class ImportNgrams(beam.PTransform):
 
 def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None):
     """Add the whole import, from the file list to every output file, to ``pipeline``."""
-    shards = shard_count(sum(size for _, size in files))
+    input_bytes = sum(size for _, size in files)
+    shards = shard_count(input_bytes)
     results = (
         pipeline
-        | "Input files" >> beam.Create(files)
+        | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes)))
         | "Import n-grams" >> ImportNgrams(opts.read_settings(progress_dir), opts.min_count, shards)
     )
     results["ngrams"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))

@@ -67,7 +67,7 @@ class OutputDir:
     def mark_failed(self, reason: str) -> None:
         self._write(INCOMPLETE, f"ngramflow run failed {time.strftime('%Y-%m-%d %H:%M:%S')}: {reason}\n")
 
-    def read_records(self, folder: str) -> list[dict]:
+    def read_records(self, folder: str) -> list:
         """The JSON records the pipeline wrote under FOLDER (one per file)."""
         records = []
         for match in FileSystems.match([self.join(folder, "*.json")])[0].metadata_list:

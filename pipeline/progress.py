@@ -1,7 +1,7 @@
 """Progress of a running import on the terminal.
 
-The read stage writes one small JSON file per input file into a scratch folder
-(transforms/read.py); this thread polls that folder and prints files done, rows
+Each reading worker keeps its running totals in a small JSON file in a scratch
+folder (transforms/read.py, Progress); this thread polls that folder and prints files done, rows
 read, rows/s and an ETA from the compressed bytes read. Workers on other
 machines cannot reach the folder: there the runner's own UI shows progress.
 """
@@ -42,8 +42,8 @@ class ProgressReporter(threading.Thread):
             except (OSError, ValueError):  # being replaced right now; next poll sees it
                 continue
             rows += state["rows"]
-            read_bytes += state["size"] if state["done"] else state["bytes"]
-            done += state["done"]
+            read_bytes += state["bytes"]
+            done += state["files_done"]
         return {"rows": rows, "files_done": done, "bytes": read_bytes}
 
     def line(self) -> str:

@@ -97,7 +97,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         if reason:
             raise RunFailed(reason) from None
         raise
-    file_stats = sorted(out.read_records(FILE_STATS), key=lambda s: s["path"])
+    file_stats = sorted((s for group in out.read_records(FILE_STATS) for s in group), key=lambda s: s["path"])
     rows_read = sum(s["rows_read"] for s in file_stats)
     rejected = sum(s["rows_rejected"] for s in file_stats)
     if rows_read and rejected / rows_read > opts.max_reject_rate:

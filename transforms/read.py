@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from isal import igzip, isal_zlib
@@ -71,39 +72,60 @@ def verify_readable(path: str) -> str | None:
     return None
 
 
-class _Progress:
-    """Writes a small JSON file per input file that the command line polls."""
+class Progress:
+    """A worker's running totals in a small JSON file that the command line polls.
 
-    def __init__(self, progress_dir: str | None, path: str, size: int):
+    One file per reading DoFn instance, rewritten at most every WRITE_EVERY
+    seconds and when a file is done, so small files cost no extra writes.
+    """
+
+    WRITE_EVERY = 0.5
+
+    def __init__(self, progress_dir: str | None):
         self.target = None
         if progress_dir:
-            name = f"{zlib.crc32(path.encode()):08x}-{os.getpid()}.json"
-            self.target = os.path.join(progress_dir, name)
-        self.state = {"path": path, "size": size, "rows": 0, "bytes": 0, "done": False}
+            self.target = os.path.join(progress_dir, f"worker-{os.getpid()}-{id(self):x}.json")
+        self.done = {"files_done": 0, "rows": 0, "bytes": 0}
+        self.current = {"rows": 0, "bytes": 0}
+        self.written = 0.0
 
-    def update(self, rows: int, compressed_bytes: int, done: bool = False):
+    def update(self, rows: int, compressed_bytes: int):
+        self.current = {"rows": rows, "bytes": compressed_bytes}
+        if time.time() - self.written >= self.WRITE_EVERY:
+            self._write()
+
+    def file_done(self, rows: int, size: int):
+        self.done = {"files_done": self.done["files_done"] + 1, "rows": self.done["rows"] + rows,
+                     "bytes": self.done["bytes"] + size}
+        self.current = {"rows": 0, "bytes": 0}
+        self._write()
+
+    def _write(self):
         if self.target is None:
             return
-        self.state.update(rows=rows, bytes=compressed_bytes, done=done, time=time.time())
+        state = {"files_done": self.done["files_done"], "rows": self.done["rows"] + self.current["rows"],
+                 "bytes": self.done["bytes"] + self.current["bytes"]}
         tmp = self.target + ".tmp"
         with open(tmp, "w") as fh:
-            json.dump(self.state, fh)
+            json.dump(state, fh)
         os.replace(tmp, self.target)
+        self.written = time.time()
 
 
 def chunks(stream, first_block: bytes):
-    """(number of the first line, bytes) of consecutive pieces of whole lines."""
+    """(number of the first line, number of lines, bytes) of consecutive pieces of whole lines."""
     number, carry, block = 1, b"", first_block
     while block:
         data = carry + block
         cut = data.rfind(b"\n") + 1
         carry = data[cut:]
         if cut:
-            yield number, data[:cut]
-            number += data.count(b"\n", 0, cut)
+            lines = data.count(b"\n", 0, cut)
+            yield number, lines, data[:cut]
+            number += lines
         block = stream.read(CHUNK_BYTES)
     if carry:
-        yield number, carry
+        yield number, 1, carry
 
 
 def file_id(path: str) -> str:
@@ -111,36 +133,71 @@ def file_id(path: str) -> str:
     return hashlib.sha1(path.encode()).hexdigest()[:16]
 
 
+def pack_files(files, target_bytes: int) -> list[list]:
+    """Group (path, size) pairs, in order, into work units of about ``target_bytes``.
+
+    Small files read one per element would cost more in per-element overhead
+    than in reading; a large file stays a unit of its own.
+    """
+    groups, current, current_bytes = [], [], 0
+    for path, size in files:
+        if current and current_bytes + size > target_bytes:
+            groups.append(current)
+            current, current_bytes = [], 0
+        current.append((path, size))
+        current_bytes += size
+    return groups + ([current] if current else [])
+
+
 class ReadNgramFile(beam.DoFn):
-    """(path, size) -> run tables (transforms/runs.py); named reject tables and file stats on the side."""
+    """A group of (path, size) -> run tables (transforms/runs.py); named reject tables and file stats on the side.
+
+    Runs of consecutive files are buffered up to EMIT_RUNS rows, so small files
+    do not each cost an element downstream.
+    """
 
     REJECTS = "rejects"
     FILE_STATS = "file_stats"
+    EMIT_RUNS = 1 << 20
 
     def __init__(self, settings: ReadSettings):
         self.settings = settings
+        self.progress = None
 
-    def process(self, input_file):
-        path, size = input_file
-        stats = {"path": path, "size": size, "format": None, "rows_read": 0, "rows_rejected": 0,
-                 "rows_filtered": 0, "runs": 0, "status": "ok", "reason": None}
-        if self.settings.on_corrupt == "skip":
-            problem = verify_readable(path)
+    def setup(self):
+        self.progress = Progress(self.settings.progress_dir)
+
+    def process(self, group):
+        buffered, buffered_rows, all_stats = [], 0, []
+        for path, size in group:
+            stats = {"path": path, "size": size, "format": None, "rows_read": 0, "rows_rejected": 0,
+                     "rows_filtered": 0, "runs": 0, "status": "ok", "reason": None}
+            all_stats.append(stats)
+            problem = verify_readable(path) if self.settings.on_corrupt == "skip" else None
             if problem:
                 stats.update(status="skipped", reason=problem)
-                yield beam.pvalue.TaggedOutput(self.FILE_STATS, (file_id(path), stats))
-                return
-        try:
-            yield from self._read(path, size, stats)
-        except _CORRUPT_ERRORS as err:
-            raise InputFileError(path, f"corrupt or truncated gzip ({err}); "
-                                 "the output is marked incomplete. Use --on-corrupt-file skip to "
-                                 "record such files as skipped and go on") from None
-        yield beam.pvalue.TaggedOutput(self.FILE_STATS, (file_id(path), stats))
+                continue
+            try:
+                for output in self._read(path, size, stats):
+                    if isinstance(output, beam.pvalue.TaggedOutput):
+                        yield output
+                        continue
+                    buffered.append(output)
+                    buffered_rows += output.num_rows
+                    if buffered_rows >= self.EMIT_RUNS:
+                        yield pa.concat_tables(buffered)
+                        buffered, buffered_rows = [], 0
+            except _CORRUPT_ERRORS as err:
+                raise InputFileError(path, f"corrupt or truncated gzip ({err}); "
+                                     "the output is marked incomplete. Use --on-corrupt-file skip to "
+                                     "record such files as skipped and go on") from None
+            self.progress.file_done(stats["rows_read"], size)
+        if buffered:
+            yield pa.concat_tables(buffered)
+        yield beam.pvalue.TaggedOutput(self.FILE_STATS, (file_id(group[0][0]), all_stats))
 
     def _read(self, path, size, stats):
         settings = self.settings
-        progress = _Progress(settings.progress_dir, path, size)
         data, raw = _open(path)
         with raw, data:
             first_block = data.read(CHUNK_BYTES)
@@ -152,10 +209,10 @@ class ReadNgramFile(beam.DoFn):
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
                                      f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
             stats["format"] = fmt
-            for first_line, chunk in chunks(data, first_block):
-                table, rejected = rows.parse_chunk(chunk, fmt, path, first_line)
-                found, dropped = runs.collapse(table, settings.policy, settings.keep_years)
-                stats["rows_read"] += rows.line_count(chunk)
+            for first_line, lines, chunk in chunks(data, first_block):
+                table, starts, rejected = rows.parse_chunk(chunk, lines, fmt, path, first_line)
+                found, dropped = runs.collapse(table, starts, settings.policy, settings.keep_years)
+                stats["rows_read"] += lines
                 stats["rows_rejected"] += rejected.num_rows
                 stats["rows_filtered"] += dropped
                 stats["runs"] += found.num_rows
@@ -164,12 +221,12 @@ class ReadNgramFile(beam.DoFn):
                     yield beam.pvalue.TaggedOutput(self.REJECTS, (name, rejected))
                 if found.num_rows:
                     yield found
-                progress.update(stats["rows_read"], raw.tell())
-            progress.update(stats["rows_read"], raw.tell(), done=True)
+                self.progress.update(stats["rows_read"], raw.tell())
 
 
 class ReadNgramFiles(beam.PTransform):
-    """(path, size) pairs -> tagged outputs: run tables ("runs"), reject tables, file stats."""
+    """Groups of (path, size) (see pack_files) -> tagged outputs: run tables ("runs"),
+    named reject tables, and per group a named list of file stats."""
 
     def __init__(self, settings: ReadSettings):
         super().__init__()

@@ -8,12 +8,15 @@ unusual in it is parsed again line by line by transforms/formats.py, which
 names each malformed line. Both paths accept and reject exactly the same lines.
 """
 
+from typing import NamedTuple
+
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 
 from schemas import MAX_ORDER, RAW_LIMIT, REJECTS, YEAR_MAX, YEAR_MIN
-from transforms import formats
+from transforms import columnar, formats
 
 ROW_SCHEMA = pa.schema([("ngram", pa.string()), ("year", pa.int32()), ("match", pa.int64()), ("volume", pa.int64())])
 
@@ -71,23 +74,23 @@ def _read_2020(chunk: bytes) -> pa.Table:
         raise _Unusual(str(err)) from None
 
 
-def _check(table: pa.Table, lines: int, fmt: str) -> None:
+# Legal but unusual spacing (leading, trailing, doubled, or more than MAX_ORDER
+# tokens): formats.tokens_of normalises or rejects it line by line.
+_ODD_SPACING = rf"^ | $|  |^$|(?:[^ ]* ){{{MAX_ORDER}}}"
+
+
+def _check(table: pa.Table, starts: np.ndarray, lines: int, fmt: str) -> None:
     """Raise _Unusual unless every row passes the same checks formats.py applies."""
     if fmt != "2020" and table.num_rows != lines:
         raise _Unusual("row count differs from line count")
-    ngram = table["ngram"]
-    spaces = pc.count_substring(ngram, " ")
-    bad = pc.or_(
-        pc.or_(pc.less(table["year"], YEAR_MIN), pc.greater(table["year"], YEAR_MAX)),
-        pc.or_(pc.less(table["match"], 0), pc.less(table["volume"], 0)),
-    )
-    # Odd spacing is legal but needs formats.tokens_of to normalise it.
-    odd = pc.or_(
-        pc.or_(pc.greater(spaces, MAX_ORDER - 1), pc.equal(pc.utf8_length(ngram), 0)),
-        pc.or_(pc.or_(pc.starts_with(ngram, " "), pc.ends_with(ngram, " ")), pc.match_substring(ngram, "  ")),
-    )
-    if pc.any(pc.or_(bad, odd)).as_py():
-        raise _Unusual("values outside the fast path's range")
+    year = columnar.numpy(table["year"])
+    if (year < YEAR_MIN).any() or (year > YEAR_MAX).any():
+        raise _Unusual("a year out of range")
+    if (columnar.numpy(table["match"]) < 0).any() or (columnar.numpy(table["volume"]) < 0).any():
+        raise _Unusual("a negative count")
+    # Rows of a run share their n-gram: one look per run is enough.
+    if pc.any(pc.match_substring_regex(table["ngram"].take(pa.array(starts)), _ODD_SPACING)).as_py():
+        raise _Unusual("unusual spacing")
 
 
 def _line_by_line(chunk: bytes, fmt: str, path: str, first_line: int):
@@ -114,21 +117,22 @@ def _line_by_line(chunk: bytes, fmt: str, path: str, first_line: int):
     return table, pa.table(rejects, schema=REJECTS)
 
 
-def parse_chunk(chunk: bytes, fmt: str, path: str, first_line: int) -> tuple[pa.Table, pa.Table]:
-    """(rows with ROW_SCHEMA, rejects with schemas.REJECTS) of whole lines ``chunk``.
+class Parsed(NamedTuple):
+    rows: pa.Table  # ROW_SCHEMA, in file order
+    starts: np.ndarray  # where each run of rows with the same n-gram begins
+    rejects: pa.Table  # schemas.REJECTS
 
-    ``first_line`` is the 1-based number of the chunk's first line in the file.
-    """
+
+def parse_chunk(chunk: bytes, lines: int, fmt: str, path: str, first_line: int) -> Parsed:
+    """The rows and rejects of ``chunk``: ``lines`` whole lines, the first numbered ``first_line``."""
     # Arrow also reads hexadecimal integers; the rare chunk that may hold one takes the careful path.
-    if b"0x" in chunk or b"0X" in chunk:
-        return _line_by_line(chunk, fmt, path, first_line)
-    try:
-        table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
-        _check(table, line_count(chunk), fmt)
-        return table, REJECTS.empty_table()
-    except _Unusual:
-        return _line_by_line(chunk, fmt, path, first_line)
-
-
-def line_count(chunk: bytes) -> int:
-    return chunk.count(b"\n") + (len(chunk) > 0 and not chunk.endswith(b"\n"))
+    if b"0x" not in chunk and b"0X" not in chunk:
+        try:
+            table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
+            starts = columnar.run_starts(table["ngram"].combine_chunks())
+            _check(table, starts, lines, fmt)
+            return Parsed(table, starts, REJECTS.empty_table())
+        except _Unusual:
+            pass
+    table, rejects = _line_by_line(chunk, fmt, path, first_line)
+    return Parsed(table, columnar.run_starts(table["ngram"].combine_chunks()), rejects)

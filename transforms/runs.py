@@ -20,25 +20,44 @@ def run_schema(keep_years: bool) -> pa.Schema:
     return pa.schema(fields + ([("year_series", columnar.SERIES_TYPE)] if keep_years else []))
 
 
-def collapse(rows: pa.Table, policy: RowPolicy, keep_years: bool) -> tuple[pa.Table, int]:
-    """(runs, number of year rows the policy dropped) of a table of year rows in file order."""
-    before = rows.num_rows
-    if policy.year_min is not None:
-        rows = rows.filter(pc.greater_equal(rows["year"], policy.year_min))
-    if policy.year_max is not None:
-        rows = rows.filter(pc.less_equal(rows["year"], policy.year_max))
-    if policy.pos == "drop" and rows.num_rows:
-        rows = rows.filter(pc.invert(pc.match_substring_regex(rows["ngram"], TAGGED_IN_NGRAM)))
-    dropped = before - rows.num_rows
-    if rows.num_rows == 0:
-        return run_schema(keep_years).empty_table(), dropped
+def _kept_rows(rows: pa.Table, keys: pa.Array, ids: np.ndarray, policy: RowPolicy) -> np.ndarray | None:
+    """Which year rows the policy keeps (None: all of them)."""
+    keep = None
+    if policy.year_min is not None or policy.year_max is not None:
+        years = columnar.numpy(rows["year"])
+        keep = np.ones(len(years), bool)
+        if policy.year_min is not None:
+            keep &= years >= policy.year_min
+        if policy.year_max is not None:
+            keep &= years <= policy.year_max
+    if policy.pos == "drop":
+        tagged = columnar.numpy(pc.match_substring_regex(keys, TAGGED_IN_NGRAM))
+        if tagged.any():
+            keep = ~tagged[ids] if keep is None else keep & ~tagged[ids]
+    return keep
 
-    ngram = rows["ngram"].combine_chunks()
-    starts = columnar.run_starts(ngram)
+
+def collapse(rows: pa.Table, starts: np.ndarray, policy: RowPolicy, keep_years: bool) -> tuple[pa.Table, int]:
+    """(runs, number of year rows the policy dropped) of year rows in file order.
+
+    ``starts`` are the row indices where runs of equal n-grams begin.
+    """
+    if rows.num_rows == 0:
+        return run_schema(keep_years).empty_table(), 0
+    keys = rows["ngram"].combine_chunks().take(pa.array(starts))
     ids = columnar.run_ids(starts, rows.num_rows)
     years = columnar.numpy(rows["year"])
     matches, volumes = columnar.numpy(rows["match"]), columnar.numpy(rows["volume"])
-    keys = ngram.take(pa.array(starts))
+    keep = _kept_rows(rows, keys, ids, policy)
+    dropped = 0
+    if keep is not None:
+        dropped = int(len(keep) - keep.sum())
+        ids, years, matches, volumes = ids[keep], years[keep], matches[keep], volumes[keep]
+        if len(ids) == 0:
+            return run_schema(keep_years).empty_table(), dropped
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        keys = keys.take(pa.array(ids[starts]))
+        ids = columnar.run_ids(starts, len(ids))
     if policy.lowercase:
         keys = pa.array([" ".join(fold_case(t) for t in k.split(" ")) for k in keys.to_pylist()], pa.string())
     columns = [
