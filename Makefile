@@ -25,3 +25,7 @@ test: setup
 
 clean:
 	rm -rf $(VENV) $(SAMPLE_OUT) .pytest_cache *.egg-info
+
+# Throughput and memory against DuckDB and plain decompression; rewrites BENCHMARKS.md.
+bench: setup
+	$(BIN)/python -m benchmarks.bench

@@ -158,7 +158,7 @@ class ReadNgramFile(beam.DoFn):
 
     REJECTS = "rejects"
     FILE_STATS = "file_stats"
-    EMIT_RUNS = 1 << 20
+    EMIT_RUNS = 1 << 18
 
     def __init__(self, settings: ReadSettings):
         self.settings = settings

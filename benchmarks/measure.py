@@ -1,0 +1,69 @@
+"""Run a command and measure its wall time and the peak RSS of its whole process tree."""
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Measurement:
+    wall_seconds: float
+    peak_rss_bytes: int
+    returncode: int
+    output: str
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_rss(root: int) -> int:
+    """Resident memory of ``root`` and all its descendants now."""
+    tree, total, todo = _children(), 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += _rss(pid)
+        todo.extend(tree.get(pid, []))
+    return total
+
+
+def run(command: list[str], env: dict | None = None, interval: float = 0.05) -> Measurement:
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+    peak = 0
+    done = threading.Event()
+
+    def sample():
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss(proc.pid))
+            done.wait(interval)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output, _ = proc.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return Measurement(wall, peak, proc.returncode, output)
