@@ -29,19 +29,13 @@ def test_ids_follow_count_then_bytes_and_reserve_the_specials():
         assert_that(rows, equal_to(EXPECTED))
 
 
-def test_ranges_split_the_id_space_without_gaps():
-    tokens = vocabulary.tokens_of(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(300)]))
-    plan = vocabulary.plan_ranges(vocabulary.histogram(tokens), first_id=3, range_tokens=40)
-    numbered = [vocabulary.number_range(t for _, t in group)
-                for group in _groups(vocabulary.split_by_range(tokens, plan))]
-    ids = sorted(i for table in numbered for i in table["id"].to_pylist())
-    assert ids == list(range(3, 303)) and len(numbered) > 5
-    whole = pa.concat_tables(numbered).sort_by("id")
-    assert whole["token"].to_pylist()[:4] == ["w000", "w001", "w002", "w003"]
-
-
-def _groups(pairs):
-    grouped = {}
-    for key, table in pairs:
-        grouped.setdefault(key, []).append((key, table))
-    return grouped.values()
+def test_range_keys_order_tokens_as_the_ids_do():
+    counts = [1, 2, 40, 41, 1023, 1024, 1025, 5000, 5001, 10**9, 10**12]
+    rows = [(f"{c}-{i}", c) for c in counts for i in range(3)] + [(f"w{i}", None) for i in range(5)]
+    tokens = pa.table({"token": [t for t, _ in rows], "match_count": pa.array([c for _, c in rows], pa.int64()),
+                       "volume_count": pa.array([c for _, c in rows], pa.int64())})
+    keys = vocabulary.range_keys(tokens)
+    by_rule = sorted(range(len(rows)), key=lambda i: (rows[i][1] is None, -(rows[i][1] or 0), rows[i][0].encode()))
+    by_range = sorted(range(len(rows)), key=lambda i: (keys[i], -(rows[i][1] or 0), rows[i][0].encode()))
+    assert by_range == by_rule
+    assert len(set(keys)) > len(counts)  # exact small counts are split further by prefix

@@ -8,15 +8,18 @@ from transforms import columnar
 
 
 def split_by_key(table: pa.Table, keys: np.ndarray):
-    """(key, sub-table) pairs, one per distinct integer key, covering every row once."""
+    """(key, sub-table) pairs, one per distinct integer key, covering every row once.
+
+    Each sub-table is a copy, not a slice: a pickled slice would carry its
+    parent's whole buffers across the shuffle.
+    """
     if table.num_rows == 0:
         return
     order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    table = table.take(pa.array(order))
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
     for start, end in zip(starts, np.append(starts[1:], len(keys))):
-        yield int(keys[start]), table.slice(start, end - start)
+        yield int(sorted_keys[start]), table.take(pa.array(order[start:end]))
 
 
 def split_by_shard(table: pa.Table, column: str, shards: int):

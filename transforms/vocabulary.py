@@ -4,13 +4,14 @@ Ids follow the order (descending unigram match count, then token UTF-8 bytes;
 tokens without a kept unigram last), after the reserved ids of
 schemas.RESERVED_TOKENS. A global sort in one worker would need the whole
 vocabulary (millions of tokens for English) in memory, so ids are assigned by
-ranges instead:
+ranges: every token gets a *range key* from its count (and, where the order
+within a count is by bytes alone, its first two bytes) whose order is the id
+order; the ranges' sizes give each range its first id, and each range is
+sorted and numbered on its own.
 
-1. tokens are keyed by a 10-byte *rank key* (the count part of the order plus
-   the first two bytes of the token) whose byte order is the id order;
-2. one compact histogram of rank keys gives every key's first id and cuts the
-   key space into ranges of about RANGE_TOKENS tokens;
-3. each range is sorted and numbered on its own.
+First ids meet their ranges in a CoGroupByKey, not through a side input: Beam's
+Flink runner (2.62) cannot checkpoint elements that wait for a side input, and
+checkpointed Flink imports must snapshot at any moment.
 """
 
 import apache_beam as beam
@@ -22,10 +23,11 @@ from schemas import RESERVED_TOKENS, VOCABULARY
 from transforms import columnar
 from transforms.shards import SplitByShard, split_by_key
 
-#: Tokens numbered together in one worker (bounded memory per range).
-RANGE_TOKENS = 1 << 20
 _TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
-_UNCOUNTED = np.uint64(2**64 - 1)
+# Counts below EXACT_COUNTS get a range per count value, split by token prefix;
+# larger counts share ranges of 1/16 of a power of two (few tokens have them).
+_EXACT_COUNTS = 1024
+_COUNT_CLASSES = _EXACT_COUNTS + 16 * 64
 
 
 def tokens_of(ngrams: pa.Table) -> pa.Table:
@@ -59,61 +61,51 @@ class MergeTokenTables(beam.CombineFn):
         return accumulator
 
 
-def rank_keys(tokens: pa.Table) -> np.ndarray:
-    """The 10-byte rank key of each token, as a NumPy 'S10' array (byte order = id order)."""
+def range_keys(tokens: pa.Table) -> np.ndarray:
+    """An int64 per token, ordered as the ids are; equal keys form a range."""
     match = tokens["match_count"].combine_chunks()
     counted = columnar.numpy(pc.is_valid(match))
-    keys = np.zeros(len(tokens), dtype=[("count", ">u8"), ("prefix", ">u2")])
-    keys["count"] = np.where(counted, np.uint64(2**63) - columnar.numpy(match.fill_null(0)).astype(np.uint64),
-                             _UNCOUNTED)
-    keys["prefix"] = columnar.prefix16(tokens["token"])
-    return keys.view("S10")
+    count = np.maximum(columnar.numpy(match.fill_null(1)), 1)
+    count_class = np.where(count < _EXACT_COUNTS, count,
+                           _EXACT_COUNTS + np.floor(16 * np.log2(count)).astype(np.int64))
+    prefix = np.where(~counted | (count < _EXACT_COUNTS), columnar.prefix16(tokens["token"]), 0)
+    descending = np.where(counted, _COUNT_CLASSES - count_class, _COUNT_CLASSES + 1)
+    return (descending.astype(np.int64) << 16) | prefix.astype(np.int64)
 
 
-def histogram(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    return np.unique(rank_keys(tokens), return_counts=True)
+def split_by_range(tokens: pa.Table):
+    yield from split_by_key(tokens, range_keys(tokens))
 
 
-def merge_histograms(histograms) -> tuple[np.ndarray, np.ndarray]:
-    histograms = list(histograms)
-    if not histograms:
-        return np.zeros(0, "S10"), np.zeros(0, np.int64)
-    keys = np.concatenate([h[0] for h in histograms])
-    counts = np.concatenate([h[1] for h in histograms])
-    unique, inverse = np.unique(keys, return_inverse=True)
-    return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
+def first_ids(keyed_sizes, first_id: int):
+    """(any key, all (range, size) pairs) -> (range, its first id) for every range."""
+    _, sizes = keyed_sizes
+    next_id = first_id
+    for key, size in sorted(sizes):
+        yield key, next_id
+        next_id += size
 
 
-def plan_ranges(hist, first_id: int, range_tokens: int = RANGE_TOKENS) -> dict:
-    """Per rank key (sorted): its first id and the range that numbers it."""
-    keys, counts = hist
-    before = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    return {"keys": keys, "first_id": first_id + before, "range": before // range_tokens}
+def number_range(joined) -> pa.Table:
+    """(range, {"first": [first id], "tokens": [tables]}) -> the range's vocabulary rows."""
+    _, parts = joined
+    (first,) = parts["first"]
+    table = pa.concat_tables(list(parts["tokens"]))
+    order = pc.sort_indices(pa.table({"count": pc.negate(table["match_count"]), "token": table["token"]}),
+                            [("count", "ascending"), ("token", "ascending")])
+    table = table.take(order)
+    ids = pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
+    return pa.table([ids, table["token"], table["match_count"], table["volume_count"]], schema=VOCABULARY)
 
 
-def split_by_range(tokens: pa.Table, plan: dict):
-    """(range, tokens of that range with their rank key and the first id of that key)."""
-    keys = rank_keys(tokens)
-    at = np.searchsorted(plan["keys"], keys)
-    rank_key = pa.FixedSizeBinaryArray.from_buffers(pa.binary(10), len(keys), [None, pa.py_buffer(keys.tobytes())])
-    table = tokens.append_column("first_id", pa.array(plan["first_id"][at])).append_column("rank_key", rank_key)
-    yield from split_by_key(table, plan["range"][at])
-
-
-def number_range(tables) -> pa.Table:
-    """Sort one range by (rank key, token bytes) and give each token its id."""
-    table = pa.concat_tables(list(tables))
-    table = table.take(pc.sort_indices(table, [("rank_key", "ascending"), ("token", "ascending")]))
-    starts = columnar.run_starts(table["rank_key"].combine_chunks())
-    position = np.arange(table.num_rows)
-    offset = position - starts[columnar.run_ids(starts, table.num_rows)]
-    ids = columnar.numpy(table["first_id"]) + offset
-    return pa.table([pa.array(ids), table["token"], table["match_count"], table["volume_count"]], schema=VOCABULARY)
+def _reserved(tokens: pa.Table, wanted: bool = True) -> pa.Table:
+    mask = pc.is_in(tokens["token"], pa.array(RESERVED_TOKENS))
+    return tokens.filter(mask if wanted else pc.invert(mask))
 
 
 def reserved_rows(tokens: pa.Table) -> pa.Table:
     """The reserved tokens with their fixed ids, and their counts when the corpus has them."""
-    seen = {r["token"]: r for r in tokens.filter(pc.is_in(tokens["token"], pa.array(RESERVED_TOKENS))).to_pylist()}
+    seen = {r["token"]: r for r in _reserved(tokens).to_pylist()}
     rows = [{"id": i, "token": t, "match_count": seen.get(t, {}).get("match_count"),
              "volume_count": seen.get(t, {}).get("volume_count")} for i, t in enumerate(RESERVED_TOKENS)]
     return pa.Table.from_pylist(rows, schema=VOCABULARY)
@@ -134,25 +126,32 @@ class BuildVocabulary(beam.PTransform):
             | "One row per token" >> beam.CombinePerKey(MergeTokenTables())
             | "Drop shard keys" >> beam.Values()
         )
+        # The reserved rows exist even when the corpus lacks the tokens: an empty
+        # table joins what was seen (CombineGlobally would need a side input).
         reserved = (
-            tokens
-            | "Reserved tokens seen" >> beam.Map(
-                lambda t: t.filter(pc.is_in(t["token"], pa.array(RESERVED_TOKENS))))
-            | "All reserved tokens" >> beam.CombineGlobally(MergeTokenTables())
-            | "Reserved ids" >> beam.Map(lambda t: ("part-reserved", reserved_rows(t)))
+            (tokens | "Reserved tokens seen" >> beam.Map(_reserved),
+             tokens.pipeline | "No reserved token" >> beam.Create([_TOKENS.empty_table()]))
+            | "Reserved tokens" >> beam.Flatten()
+            | "One key for reserved tokens" >> beam.Map(lambda t: (None, t))
+            | "Merge reserved tokens" >> beam.CombinePerKey(MergeTokenTables())
+            | "Reserved ids" >> beam.MapTuple(lambda _, t: ("part-reserved", reserved_rows(t)))
         )
-        corpus_tokens = tokens | "Corpus tokens" >> beam.Map(
-            lambda t: t.filter(pc.invert(pc.is_in(t["token"], pa.array(RESERVED_TOKENS)))))
-        plan = (
-            corpus_tokens
-            | "Rank key histogram" >> beam.Map(histogram)
-            | "Whole histogram" >> beam.combiners.ToList()
-            | "Plan id ranges" >> beam.Map(lambda hists: plan_ranges(merge_histograms(hists), len(RESERVED_TOKENS)))
+        ranged = (
+            tokens
+            | "Corpus tokens" >> beam.Map(_reserved, wanted=False)
+            | "Split tokens into id ranges" >> beam.FlatMap(split_by_range)
+        )
+        first = (
+            ranged
+            | "Range sizes" >> beam.MapTuple(lambda key, table: (key, table.num_rows))
+            | "Sum range sizes" >> beam.CombinePerKey(sum)
+            | "All range sizes" >> beam.Map(lambda size: (None, size))
+            | "Gather range sizes" >> beam.GroupByKey()
+            | "First id of each range" >> beam.FlatMap(first_ids, len(RESERVED_TOKENS))
         )
         ranked = (
-            corpus_tokens
-            | "Split tokens by id range" >> beam.FlatMap(split_by_range, plan=beam.pvalue.AsSingleton(plan))
-            | "Group ranges" >> beam.GroupByKey()
-            | "Number each range" >> beam.MapTuple(lambda r, tables: (f"part-{r:05d}", number_range(tables)))
+            {"first": first, "tokens": ranged}
+            | "Join ranges with their first ids" >> beam.CoGroupByKey()
+            | "Number each range" >> beam.Map(lambda joined: (f"part-{joined[0]:012d}", number_range(joined)))
         )
         return (reserved, ranked) | "Vocabulary tables" >> beam.Flatten()
