@@ -39,3 +39,17 @@ def test_range_keys_order_tokens_as_the_ids_do():
     by_range = sorted(range(len(rows)), key=lambda i: (keys[i], -(rows[i][1] or 0), rows[i][0].encode()))
     assert by_range == by_rule
     assert len(set(keys)) > len(counts)  # exact small counts are split further by prefix
+
+
+def test_parts_number_the_whole_vocabulary_without_gaps():
+    tokens = vocabulary.tokens_of(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(300)]))
+    halves = [tokens.slice(0, 150), tokens.slice(150)]
+    plan = vocabulary.plan_parts([vocabulary.histogram(t) for t in halves], first_id=3, part_tokens=40)
+    parts = {}
+    for half in halves:
+        for part, table in vocabulary.split_by_part((0, {"plan": [plan], "tokens": [half]})):
+            parts.setdefault(part, []).append(table)
+    numbered = pa.concat_tables([vocabulary.number_part(tables) for tables in parts.values()]).sort_by("id")
+    assert len(parts) > 5
+    assert numbered["id"].to_pylist() == list(range(3, 303))
+    assert numbered["token"].to_pylist() == sorted(numbered["token"].to_pylist(), key=lambda t: (-(1000 - int(t[1:]) // 3), t))

@@ -3,15 +3,18 @@
 Ids follow the order (descending unigram match count, then token UTF-8 bytes;
 tokens without a kept unigram last), after the reserved ids of
 schemas.RESERVED_TOKENS. A global sort in one worker would need the whole
-vocabulary (millions of tokens for English) in memory, so ids are assigned by
-ranges: every token gets a *range key* from its count (and, where the order
-within a count is by bytes alone, its first two bytes) whose order is the id
-order; the ranges' sizes give each range its first id, and each range is
-sorted and numbered on its own.
+vocabulary (millions of tokens for English) in memory, so ids are assigned in
+parts instead:
 
-First ids meet their ranges in a CoGroupByKey, not through a side input: Beam's
-Flink runner (2.62) cannot checkpoint elements that wait for a side input, and
-checkpointed Flink imports must snapshot at any moment.
+1. every token gets a *range key* from its count (and, where the order within
+   a count is by bytes alone, its first two bytes) whose order is the id order;
+2. one compact histogram of range keys, built in one place, gives each key its
+   first id and cuts the key space into parts of about PART_TOKENS tokens;
+3. each part is sorted and numbered on its own, and written as one file.
+
+The plan from step 2 reaches the token shards through a CoGroupByKey, not a
+side input: Beam's Flink runner (2.62) cannot checkpoint elements that wait for
+a side input, and checkpointed Flink imports must snapshot at any moment.
 """
 
 import apache_beam as beam
@@ -28,6 +31,9 @@ _TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volu
 # larger counts share ranges of 1/16 of a power of two (few tokens have them).
 _EXACT_COUNTS = 1024
 _COUNT_CLASSES = _EXACT_COUNTS + 16 * 64
+#: Tokens numbered together in one worker, and written to one file.
+PART_TOKENS = 1 << 20
+MAX_TOKEN_SHARDS = 64
 
 
 def tokens_of(ngrams: pa.Table) -> pa.Table:
@@ -73,28 +79,47 @@ def range_keys(tokens: pa.Table) -> np.ndarray:
     return (descending.astype(np.int64) << 16) | prefix.astype(np.int64)
 
 
-def split_by_range(tokens: pa.Table):
-    yield from split_by_key(tokens, range_keys(tokens))
+def histogram(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(range_keys(tokens), return_counts=True)
 
 
-def first_ids(keyed_sizes, first_id: int):
-    """(any key, all (range, size) pairs) -> (range, its first id) for every range."""
-    _, sizes = keyed_sizes
-    next_id = first_id
-    for key, size in sorted(sizes):
-        yield key, next_id
-        next_id += size
+def plan_parts(histograms, first_id: int, part_tokens: int = PART_TOKENS) -> dict:
+    """Per range key (sorted): its first id and the part that numbers it."""
+    keys = np.concatenate([h[0] for h in histograms] or [np.zeros(0, np.int64)])
+    counts = np.concatenate([h[1] for h in histograms] or [np.zeros(0, np.int64)])
+    keys, inverse = np.unique(keys, return_inverse=True)
+    sizes = np.bincount(inverse, weights=counts, minlength=len(keys)).astype(np.int64)
+    before = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    return {"keys": keys, "first_id": first_id + before, "part": before // part_tokens}
 
 
-def number_range(joined) -> pa.Table:
-    """(range, {"first": [first id], "tokens": [tables]}) -> the range's vocabulary rows."""
+def plan_for_shards(histograms, shards: int):
+    plan = plan_parts(list(histograms), len(RESERVED_TOKENS))
+    for shard in range(shards):
+        yield shard, plan
+
+
+def split_by_part(joined):
+    """(shard, {"plan": [plan], "tokens": [table]}) -> (part, tokens with range key and its first id)."""
     _, parts = joined
-    (first,) = parts["first"]
-    table = pa.concat_tables(list(parts["tokens"]))
-    order = pc.sort_indices(pa.table({"count": pc.negate(table["match_count"]), "token": table["token"]}),
-                            [("count", "ascending"), ("token", "ascending")])
-    table = table.take(order)
-    ids = pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
+    (plan,) = parts["plan"]
+    for tokens in parts["tokens"]:
+        keys = range_keys(tokens)
+        at = np.searchsorted(plan["keys"], keys)
+        table = tokens.append_column("range_key", pa.array(keys)) \
+            .append_column("first_id", pa.array(plan["first_id"][at]))
+        yield from split_by_key(table, plan["part"][at])
+
+
+def number_part(tables) -> pa.Table:
+    """Sort a part by (range key, count descending, token bytes) and give each token its id."""
+    table = pa.concat_tables(list(tables))
+    table = table.take(pc.sort_indices(
+        pa.table({"range": table["range_key"], "count": pc.negate(table["match_count"]), "token": table["token"]}),
+        [("range", "ascending"), ("count", "ascending"), ("token", "ascending")]))
+    starts = columnar.run_starts(table["range_key"].combine_chunks())
+    rank = np.arange(table.num_rows) - starts[columnar.run_ids(starts, table.num_rows)]
+    ids = pa.array(columnar.numpy(table["first_id"]) + rank)
     return pa.table([ids, table["token"], table["match_count"], table["volume_count"]], schema=VOCABULARY)
 
 
@@ -116,42 +141,38 @@ class BuildVocabulary(beam.PTransform):
 
     def __init__(self, shards: int):
         super().__init__()
-        self.shards = shards
+        # Every token shard receives a copy of the numbering plan: keep them few.
+        self.shards = min(shards, MAX_TOKEN_SHARDS)
 
     def expand(self, ngram_tables):
+        shards = self.shards
         tokens = (
             ngram_tables
             | "Distinct tokens with unigram counts" >> beam.MapTuple(lambda _shard, t: tokens_of(t))
-            | "Shard tokens" >> SplitByShard("token", self.shards)
+            | "Shard tokens" >> SplitByShard("token", shards)
             | "One row per token" >> beam.CombinePerKey(MergeTokenTables())
-            | "Drop shard keys" >> beam.Values()
         )
         # The reserved rows exist even when the corpus lacks the tokens: an empty
         # table joins what was seen (CombineGlobally would need a side input).
         reserved = (
-            (tokens | "Reserved tokens seen" >> beam.Map(_reserved),
-             tokens.pipeline | "No reserved token" >> beam.Create([_TOKENS.empty_table()]))
+            (tokens | "Reserved tokens seen" >> beam.Map(lambda kv: (None, _reserved(kv[1]))),
+             tokens.pipeline | "No reserved token" >> beam.Create([(None, _TOKENS.empty_table())]))
             | "Reserved tokens" >> beam.Flatten()
-            | "One key for reserved tokens" >> beam.Map(lambda t: (None, t))
             | "Merge reserved tokens" >> beam.CombinePerKey(MergeTokenTables())
             | "Reserved ids" >> beam.MapTuple(lambda _, t: ("part-reserved", reserved_rows(t)))
         )
-        ranged = (
-            tokens
-            | "Corpus tokens" >> beam.Map(_reserved, wanted=False)
-            | "Split tokens into id ranges" >> beam.FlatMap(split_by_range)
-        )
-        first = (
-            ranged
-            | "Range sizes" >> beam.MapTuple(lambda key, table: (key, table.num_rows))
-            | "Sum range sizes" >> beam.CombinePerKey(sum)
-            | "All range sizes" >> beam.Map(lambda size: (None, size))
-            | "Gather range sizes" >> beam.GroupByKey()
-            | "First id of each range" >> beam.FlatMap(first_ids, len(RESERVED_TOKENS))
+        corpus = tokens | "Corpus tokens" >> beam.MapTuple(lambda shard, t: (shard, _reserved(t, wanted=False)))
+        plan = (
+            corpus
+            | "Range key histogram" >> beam.MapTuple(lambda _shard, t: (None, histogram(t)))
+            | "Gather histograms" >> beam.GroupByKey()
+            | "Plan parts, once per shard" >> beam.FlatMapTuple(lambda _, hists: plan_for_shards(hists, shards))
         )
         ranked = (
-            {"first": first, "tokens": ranged}
-            | "Join ranges with their first ids" >> beam.CoGroupByKey()
-            | "Number each range" >> beam.Map(lambda joined: (f"part-{joined[0]:012d}", number_range(joined)))
+            {"plan": plan, "tokens": corpus}
+            | "Join tokens with the plan" >> beam.CoGroupByKey()
+            | "Split tokens by part" >> beam.FlatMap(split_by_part)
+            | "Group parts" >> beam.GroupByKey()
+            | "Number each part" >> beam.MapTuple(lambda part, tables: (f"part-{part:05d}", number_part(tables)))
         )
         return (reserved, ranked) | "Vocabulary tables" >> beam.Flatten()
