@@ -64,7 +64,23 @@ def _add_import(sub):
                    help="parallel worker processes of the embedded runner")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
+    p.add_argument("--mkn-order", type=int, default=None, metavar="N",
+                   help="also estimate an order-N Modified Kneser-Ney model in the same job (see 'ngramflow mkn')")
+    _add_mkn_options(p)
     p.set_defaults(handler=_import)
+
+
+def _add_mkn_options(p):
+    p.add_argument("--discount-fallback", nargs="+", default=["0.5", "1", "1.5"], metavar="D",
+                   help="discounts D1 D2 D3+ for an order whose discounts cannot be estimated (pruned counts "
+                        "such as Google's), as KenLM's --discount_fallback; 'none' makes that an error")
+    p.add_argument("--arpa", default=None, metavar="FILE", help="also write the model as an ARPA file")
+
+
+def _mkn_settings(args, order):
+    from pipeline.mkn import MknSettings, parse_fallback
+
+    return MknSettings(order=order, fallback=parse_fallback(args.discount_fallback), arpa=args.arpa)
 
 
 def _import(args) -> int:
@@ -79,12 +95,71 @@ def _import(args) -> int:
         keep_years=args.keep_years, on_corrupt_file=args.on_corrupt_file,
         max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
         cache=args.cache, beam_args=args.beam_args,
+        mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order),
     )
     result = run_import(opts, progress=not args.quiet)
     if result.note and not args.quiet:
         print(f"note: {result.note}", file=sys.stderr)
     if not args.quiet:
         print(summary(result.manifest, args.output))
+    return 0
+
+
+def _add_mkn(sub):
+    p = sub.add_parser(
+        "mkn",
+        help="estimate a Modified Kneser-Ney language model from an imported dataset",
+        description=(
+            "Estimate an order-N interpolated Modified Kneser-Ney model, as KenLM's lmplz does, from the\n"
+            "n-grams of orders 1..N of a complete dataset (_START_ = <s>, _END_ = </s>): adjusted counts,\n"
+            "count-of-counts and discounts, per-context statistics, log10 probabilities and backoffs, under\n"
+            "DIR/mkn/; the manifest gets an \"mkn\" section when it is done."
+        ),
+        epilog=EPILOG,
+        formatter_class=_Formatter,
+    )
+    p.add_argument("dataset", metavar="DIR", help="a complete dataset written by 'ngramflow import'")
+    p.add_argument("--order", type=int, required=True, metavar="N", help="the model's order")
+    _add_mkn_options(p)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing MKN model (and ARPA file)")
+    p.add_argument("--workers", type=int, default=1, help="parallel worker processes of the embedded runner")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary")
+    p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
+    p.set_defaults(handler=_mkn)
+
+    p = sub.add_parser(
+        "export-arpa",
+        help="write a dataset's MKN model as an ARPA file",
+        description="Write the MKN model of a dataset (made by 'ngramflow mkn' or 'import --mkn-order') as an "
+                    "ARPA file that KenLM, SRILM and other toolkits read.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("dataset", metavar="DIR", help="a dataset with an MKN model")
+    p.add_argument("arpa", metavar="FILE", help="the ARPA file to write")
+    p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
+    p.set_defaults(handler=_export_arpa)
+
+
+def _mkn(args) -> int:
+    logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    from pipeline.mkn import fallback_notes, summary_lines
+    from pipeline.mkn_run import run_mkn
+
+    manifest = run_mkn(args.dataset, _mkn_settings(args, args.order), overwrite=args.overwrite,
+                       workers=args.workers, beam_args=args.beam_args)
+    if not args.quiet:
+        section = manifest["mkn"]
+        lines = [f"ngramflow mkn complete: {args.dataset}"]
+        summary_lines(section, lambda label, value: lines.append(f"  {label:<26}{value:>16}"))
+        lines.append(f"  {'wall time':<26}{section['wall_seconds']:>14,.1f} s")
+        print("\n".join(lines + fallback_notes(section)))
+    return 0
+
+
+def _export_arpa(args) -> int:
+    from pipeline.mkn_run import export_arpa
+
+    export_arpa(args.dataset, args.arpa, overwrite=args.overwrite)
     return 0
 
 
@@ -114,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import(sub)
     add_corpus_commands(sub).set_defaults(handler=run_corpus_command)
     _add_sample_corpus(sub)
+    _add_mkn(sub)
     return parser
 
 

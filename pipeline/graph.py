@@ -3,6 +3,7 @@
 import apache_beam as beam
 
 import schemas
+from pipeline.mkn import build_mkn
 from pipeline.options import ImportOptions
 from pipeline.output import OutputDir
 from transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
@@ -60,3 +61,5 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     results["rejects"] | "Write rejects" >> WriteTables(out.join("rejects"), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(FILE_STATS))
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(ORDER_STATS))
+    if opts.mkn:
+        build_mkn(results["ngrams"], out, opts.mkn, shards)

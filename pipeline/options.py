@@ -4,6 +4,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from pipeline.errors import UserError
+from pipeline.mkn import MknSettings
 from schemas import YEAR_MAX, YEAR_MIN
 from transforms.filters import RowPolicy
 from transforms.read import ReadSettings
@@ -31,6 +32,7 @@ class ImportOptions:
     workers: int = 1
     cache: str = DEFAULT_CACHE
     beam_args: list[str] = field(default_factory=list)
+    mkn: MknSettings | None = None  # run the MKN stage after the import, in the same job
 
     def validate(self) -> "ImportOptions":
         for name in ("year_min", "year_max"):
@@ -45,6 +47,8 @@ class ImportOptions:
             raise UserError(f"--max-reject-rate is a fraction between 0 and 1, got {self.max_reject_rate}")
         if self.workers < 1:
             raise UserError(f"--workers must be at least 1, got {self.workers}")
+        if self.mkn:
+            self.mkn.validate(self.overwrite)
         return self
 
     def read_settings(self, progress_dir: str | None = None) -> ReadSettings:

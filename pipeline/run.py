@@ -17,12 +17,14 @@ import schemas
 from corpus import download
 from corpus.catalog import CatalogError
 from corpus.totalcounts import TotalcountsError, read_totalcounts
-from pipeline.errors import RunFailed, UserError
+from pipeline.errors import RunFailed, UserError, marked_reason
 from pipeline.graph import FILE_STATS, ORDER_STATS, build_import
 from pipeline.inputs import expand_inputs
+from pipeline.mkn import fallback_notes, finish_mkn, summary_lines
 from pipeline.options import ImportOptions
 from pipeline.output import OutputDir
 from pipeline.progress import ProgressReporter
+from transforms.mkn.discount import DiscountError
 from transforms.read import InputFileError
 
 VERSION = "0.1.0"
@@ -92,7 +94,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         out.mark_failed("interrupted by the user")
         raise
     except Exception as err:
-        reason = _input_error(err)
+        reason = _input_error(err) or marked_reason(err, DiscountError.MARKER)
         out.mark_failed(reason or f"pipeline error: {err}")
         if reason:
             raise RunFailed(reason) from None
@@ -129,6 +131,8 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         "versions": {"ngramflow": VERSION, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
                      "python": platform.python_version()},
     }
+    if opts.mkn:
+        manifest["mkn"] = finish_mkn(out, opts.mkn)
     manifest["output_bytes"] = out.size_bytes()
     out.write_manifest(manifest)
     return ImportResult(manifest, note)
@@ -152,9 +156,13 @@ def summary(manifest: dict, output: str) -> str:
     row("vocabulary tokens", f"{manifest['vocabulary_tokens']:,}")
     if manifest["totalcounts_years"]:
         row("years in totalcounts", f"{manifest['totalcounts_years']:,}")
+    if "mkn" in manifest:
+        summary_lines(manifest["mkn"], row)
     row("output size", f"{manifest['output_bytes'] / 1e6:,.1f} MB")
     row("wall time", f"{manifest['wall_seconds']:,.1f} s")
     for s in manifest["inputs"]:
         if s["status"] == "skipped":
             lines.append(f"  skipped {os.path.basename(s['path'])}: {s['reason']}")
+    if "mkn" in manifest:
+        lines += fallback_notes(manifest["mkn"])
     return "\n".join(lines)

@@ -8,6 +8,9 @@ looks like this (see README.md, "Output layout"):
     vocabulary/*.parquet       VOCABULARY
     rejects/*.parquet          REJECTS
     totalcounts.parquet        TOTALCOUNTS (when per-year totals were given)
+    mkn/ngrams/order=N/        MKN_NGRAMS   (with --mkn-order or `ngramflow mkn`)
+    mkn/contexts/order=N/      MKN_CONTEXTS
+    mkn/discounts.parquet      MKN_DISCOUNTS
 """
 
 import pyarrow as pa
@@ -82,3 +85,47 @@ TOTALCOUNTS = pa.schema(
 
 def ngrams_schema(keep_years: bool) -> pa.Schema:
     return NGRAMS_WITH_YEARS if keep_years else NGRAMS
+
+
+# Modified Kneser-Ney statistics (transforms/mkn). _START_ plays <s>, _END_ plays </s>.
+
+#: One row per n-gram of the model: its adjusted count and the interpolated model's
+#: log10 probability and log10 backoff (null at the model's highest order).
+MKN_NGRAMS = pa.schema(
+    [
+        pa.field("ngram", pa.string(), nullable=False),
+        pa.field("order", pa.int8(), nullable=False),
+        pa.field("adjusted_count", pa.int64(), nullable=False),  # raw count, or continuation count N1+(. ngram)
+        pa.field("log10_prob", pa.float64(), nullable=False),
+        pa.field("log10_backoff", pa.float64()),
+    ]
+)
+
+#: One row per context (the first order-1 tokens of n-grams of this order; '' for unigrams).
+MKN_CONTEXTS = pa.schema(
+    [
+        pa.field("context", pa.string(), nullable=False),
+        pa.field("order", pa.int8(), nullable=False),  # order of the successors
+        pa.field("adjusted_sum", pa.int64(), nullable=False),  # sum of the successors' adjusted counts
+        pa.field("n1", pa.int64(), nullable=False),  # successors with adjusted count 1
+        pa.field("n2", pa.int64(), nullable=False),  # ... 2
+        pa.field("n3plus", pa.int64(), nullable=False),  # ... 3 or more
+    ]
+)
+
+#: One row per order: count-of-counts, the discounts used, and where they came from.
+MKN_DISCOUNTS = pa.schema(
+    [
+        pa.field("order", pa.int8(), nullable=False),
+        pa.field("ngrams", pa.int64(), nullable=False),
+        pa.field("t1", pa.int64(), nullable=False),  # n-grams with adjusted count exactly 1
+        pa.field("t2", pa.int64(), nullable=False),
+        pa.field("t3", pa.int64(), nullable=False),
+        pa.field("t4", pa.int64(), nullable=False),
+        pa.field("d1", pa.float64(), nullable=False),
+        pa.field("d2", pa.float64(), nullable=False),
+        pa.field("d3plus", pa.float64(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # "estimated" or "fallback"
+        pa.field("fallback_reason", pa.string()),  # why the estimate was rejected
+    ]
+)

@@ -1,0 +1,179 @@
+"""The MKN stage inside a run: its settings, its part of the graph, its outputs and manifest section.
+
+The stage runs after an import in the same job (``import --mkn-order N``) or
+on an existing dataset (``ngramflow mkn``, see pipeline/mkn_run.py). Either
+way the manifest records it under "mkn" only once everything, the ARPA file
+included, has been written.
+"""
+
+import io
+import os
+from dataclasses import asdict, dataclass
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+import schemas
+from pipeline.errors import UserError
+from pipeline.output import OutputDir
+from transforms.mkn import arpa
+from transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
+from transforms.mkn.stage import EstimateMkn
+from transforms.sinks import WriteJsonLines, WriteParquet
+
+# Statistics the stage leaves under _work/ for the manifest.
+MKN_ORDERS, MKN_ORPHANS = "mkn_orders", "mkn_orphans"
+ARPA_BATCH_ROWS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class MknSettings:
+    order: int
+    fallback: tuple | None = KENLM_FALLBACK  # D1, D2, D3+ where estimation fails; None: fail instead
+    arpa: str | None = None  # also write the model as an ARPA file here
+
+    def validate(self, overwrite: bool = False) -> "MknSettings":
+        if not 1 <= self.order <= schemas.MAX_ORDER:
+            raise UserError(f"the MKN order must be within 1-{schemas.MAX_ORDER}, got {self.order}")
+        if self.fallback is not None:
+            for k, amount in enumerate(self.fallback, 1):
+                if not 0 < amount <= k:
+                    raise UserError(f"--discount-fallback D{k} must be within (0, {k}], got {amount:g}")
+        if self.arpa:
+            check_arpa_target(self.arpa, overwrite)
+        return self
+
+    def recorded(self) -> dict:
+        return asdict(self)
+
+
+def parse_fallback(values: list[str]) -> tuple | None:
+    """``--discount-fallback`` values: three numbers D1 D2 D3, or ``none``."""
+    if [v.lower() for v in values] == ["none"]:
+        return None
+    try:
+        if len(values) == 3:
+            return tuple(float(v) for v in values)
+    except ValueError:
+        pass
+    raise UserError(f"--discount-fallback takes three numbers D1 D2 D3 or 'none', got {' '.join(values)}")
+
+
+def check_arpa_target(path: str, overwrite: bool) -> None:
+    if "://" in path:
+        return
+    if os.path.isdir(path):
+        raise UserError(f"ARPA file {path} is a directory")
+    if os.path.exists(path) and not overwrite:
+        raise UserError(f"ARPA file {path} already exists; pass --overwrite to replace it")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UserError(f"the folder of ARPA file {path} does not exist")
+
+
+def mkn_folder(table: str, order: int) -> str:
+    return FileSystems.join("mkn", table, f"order={order}")
+
+
+def build_mkn(ngram_rows, out: OutputDir, settings: MknSettings) -> None:
+    """Add the stage, from n-gram rows (dicts with ngram and match_count) to its files, to the pipeline."""
+    results = ngram_rows | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
+    for table, schema in (("ngrams", schemas.MKN_NGRAMS), ("contexts", schemas.MKN_CONTEXTS)):
+        for order, rows in enumerate(results[table], 1):
+            rows | f"Write order-{order} MKN {table}" >> WriteParquet(
+                out.join(mkn_folder(table, order)), schema)
+    results["discounts"] | "Write MKN order statistics" >> WriteJsonLines(out.join("_work", MKN_ORDERS))
+    (results["orphans"]
+     | "Orphan records" >> beam.MapTuple(lambda order, n: {"order": order, "orphans": n})
+     | "Write MKN orphans" >> WriteJsonLines(out.join("_work", MKN_ORPHANS)))
+
+
+def _discounts_table(records: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist([
+        {"order": r["order"], "ngrams": r["ngrams"],
+         **{f"t{k}": t for k, t in enumerate(r["count_of_counts"], 1)},
+         **dict(zip(("d1", "d2", "d3plus"), r["discounts"])),
+         "source": r["discount_source"], "fallback_reason": r["fallback_reason"]}
+        for r in records], schema=schemas.MKN_DISCOUNTS)
+
+
+def finish_mkn(out: OutputDir, settings: MknSettings) -> dict:
+    """After the pipeline: empty parts for empty orders, discounts.parquet, the ARPA file; the manifest section."""
+    records = sorted(out.read_work_records(MKN_ORDERS), key=lambda r: r["order"])
+    orphans = {r["order"]: r["orphans"] for r in out.read_work_records(MKN_ORPHANS)}
+    for order in range(1, settings.order + 1):
+        out.ensure_parquet(mkn_folder("ngrams", order), schemas.MKN_NGRAMS)
+        out.ensure_parquet(mkn_folder("contexts", order), schemas.MKN_CONTEXTS)
+    out.write_parquet(FileSystems.join("mkn", "discounts.parquet"), _discounts_table(records))
+    orders = {}
+    for r in records:
+        orders[str(r["order"])] = {
+            "ngrams": out.parquet_rows(mkn_folder("ngrams", r["order"])),
+            **{k: v for k, v in r.items() if k not in ("order", "ngrams")},
+            "orphans_dropped": orphans.get(r["order"], 0),
+        }
+    top = records[-1]
+    section = {
+        "status": "complete",
+        "order": settings.order,
+        "discount_fallback": None if settings.fallback is None else list(settings.fallback),
+        "fallback_used": any(r["discount_source"] == FALLBACK for r in records),
+        # Google's pruning shows as t1 = 0 at the highest order: no n-gram counted once.
+        "input_pruned": top["ngrams"] > 0 and top["count_of_counts"][0] == 0,
+        "vocabulary_size": records[0]["ngrams"] - 1,  # the unigrams but <s>, as KenLM's uniform 1/|V|
+        "orders": orders,
+        "arpa": settings.arpa,
+    }
+    if settings.arpa:
+        write_arpa(out, settings.order, settings.arpa)
+    return section
+
+
+def _model_files(out: OutputDir, order: int) -> list[str]:
+    pattern = out.join(mkn_folder("ngrams", order), "*.parquet")
+    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+
+
+def _entries(paths: list[str], with_backoff: bool):
+    for path in paths:
+        with FileSystems.open(path) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(
+                    batch_size=ARPA_BATCH_ROWS, columns=["ngram", "log10_prob", "log10_backoff"]):
+                ngrams, probs, backoffs = (column.to_pylist() for column in batch.columns)
+                yield list(zip(ngrams, probs, backoffs if with_backoff else [None] * len(ngrams)))
+
+
+def write_arpa(out: OutputDir, model_order: int, path: str) -> None:
+    """Stream the model's Parquet files into an ARPA file, written under a temporary name, then renamed."""
+    if "://" not in path:
+        path = os.path.abspath(path)  # Beam's local create needs a folder name
+    files = [_model_files(out, order) for order in range(1, model_order + 1)]
+    counts = [out.parquet_rows(mkn_folder("ngrams", order)) for order in range(1, model_order + 1)]
+    tmp = path + ".tmp"
+    with io.TextIOWrapper(FileSystems.create(tmp), encoding="utf-8", newline="\n") as fh:
+        fh.write(arpa.header(counts))
+        for order, paths in enumerate(files, 1):
+            for chunk in arpa.section(order, _entries(paths, with_backoff=order < model_order)):
+                fh.write(chunk)
+        fh.write(arpa.FOOTER)
+    FileSystems.rename([tmp], [path])
+
+
+def summary_lines(section: dict, row) -> None:
+    """The MKN part of a run's summary table, through ``row(label, value)``."""
+    row("MKN model order", str(section["order"]))
+    row("  vocabulary |V|", f"{section['vocabulary_size']:,}")
+    for order, stats in section["orders"].items():
+        d1, d2, d3 = stats["discounts"]
+        mark = "*" if stats["discount_source"] == FALLBACK else ""
+        row(f"  {order}-gram D1 D2 D3+", f"{d1:.4g} {d2:.4g} {d3:.4g}{mark}")
+    if section["input_pruned"]:
+        row("  input looks pruned", "yes (t1 = 0)")
+    if section["arpa"]:
+        row("  ARPA file", os.path.basename(section["arpa"]))
+
+
+def fallback_notes(section: dict) -> list[str]:
+    return [f"  * {order}-grams: fallback discounts, because {stats['fallback_reason']}"
+            for order, stats in section["orders"].items() if stats["discount_source"] == FALLBACK]

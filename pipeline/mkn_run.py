@@ -1,0 +1,103 @@
+"""``ngramflow mkn`` and ``ngramflow export-arpa``: the MKN stage on an existing, complete dataset.
+
+While the stage runs, the manifest holds no "mkn" section (it is rewritten
+without one first) and ``mkn/_INCOMPLETE`` says what is going on; the section
+is added, atomically with the manifest, only when every MKN output is written.
+The import's own outputs are never touched.
+"""
+
+import json
+import shlex
+import sys
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.errors import RunFailed, UserError, marked_reason
+from pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
+from pipeline.options import ImportOptions
+from pipeline.output import MANIFEST, OutputDir
+from pipeline.run import pipeline_options
+from transforms.mkn.discount import DiscountError
+
+MKN_INCOMPLETE = "mkn/_INCOMPLETE"
+
+
+def read_manifest(out: OutputDir) -> dict:
+    if not out.is_complete():
+        raise UserError(f"{out.path} is not a complete ngramflow dataset (no {MANIFEST}); import into it first")
+    with FileSystems.open(out.join(MANIFEST)) as fh:
+        return json.loads(fh.read().decode())
+
+
+def _check_orders(manifest: dict, order: int, path: str) -> list[int]:
+    """The orders 1..order the dataset has n-grams of; the highest must be among them."""
+    present = [o for o in range(1, order + 1) if manifest["orders"].get(str(o), {}).get("ngrams")]
+    if order not in present:
+        have = ", ".join(sorted(manifest["orders"])) or "none"
+        raise UserError(f"{path} has no {order}-grams (orders present: {have}); choose --order among them")
+    return present
+
+
+def _mark(out: OutputDir, text: str) -> None:
+    with FileSystems.create(out.join(MKN_INCOMPLETE)) as fh:
+        fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n".encode())
+
+
+def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int = 1,
+            beam_args: list[str] | None = None) -> dict:
+    """Estimate the model from the dataset's n-grams; returns the updated manifest."""
+    out = OutputDir(dataset)
+    manifest = read_manifest(out)
+    settings.validate(overwrite)
+    orders = _check_orders(manifest, settings.order, dataset)
+    if "mkn" in manifest and not overwrite:
+        raise UserError(f"{dataset} already has an order-{manifest['mkn']['order']} MKN model; "
+                        "pass --overwrite to replace it")
+    options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
+    manifest.pop("mkn", None)
+    out.write_manifest(manifest)
+    if FileSystems.exists(out.join("mkn")):
+        FileSystems.delete([out.join("mkn")])
+    _mark(out, f"ngramflow mkn running (order {settings.order}); mkn/ is not complete until the manifest "
+               "has an \"mkn\" section")
+    started = time.time()
+    try:
+        pipeline = beam.Pipeline(options=pipeline_options(options))
+        rows = [
+            pipeline | f"Read order-{order} n-grams" >> beam.io.ReadFromParquet(
+                FileSystems.join(out.ngrams(order), "*.parquet"), columns=["ngram", "match_count"])
+            for order in orders
+        ] | "All n-grams" >> beam.Flatten()
+        build_mkn(rows, out, settings)
+        pipeline.run().wait_until_finish()
+        out.remove_sink_temp_dirs()
+        section = finish_mkn(out, settings)
+    except KeyboardInterrupt:
+        _mark(out, "ngramflow mkn interrupted by the user")
+        raise
+    except Exception as err:
+        reason = marked_reason(err, DiscountError.MARKER)
+        _mark(out, f"ngramflow mkn failed: {reason or err}")
+        if reason:
+            raise RunFailed(reason) from None
+        raise
+    section["wall_seconds"] = round(time.time() - started, 3)
+    section["command"] = " ".join(shlex.quote(a) for a in sys.argv)
+    manifest["mkn"] = section
+    FileSystems.delete([out.join(MKN_INCOMPLETE)])
+    out.write_manifest(manifest)
+    return manifest
+
+
+def export_arpa(dataset: str, path: str, overwrite: bool = False) -> dict:
+    """Write the dataset's MKN model as an ARPA file; returns the MKN manifest section."""
+    out = OutputDir(dataset)
+    manifest = read_manifest(out)
+    if "mkn" not in manifest:
+        raise UserError(f"{dataset} has no MKN model; run 'ngramflow mkn {dataset} --order N' first")
+    section = manifest["mkn"]
+    MknSettings(section["order"], arpa=path).validate(overwrite)
+    write_arpa(out, section["order"], path)
+    return section

@@ -1,0 +1,142 @@
+"""Count-of-counts and the Modified Kneser-Ney discounts of each order, with an explicit fallback.
+
+Chen & Goodman's estimate (their eq. 26), as KenLM computes it:
+Y = t1 / (t1 + 2 t2), D_k = k - (k+1) Y t_{k+1} / t_k for k = 1, 2, 3, where
+t_k is the number of n-grams of the order whose adjusted count is exactly k.
+KenLM rejects the estimate when t1, t2 or t3 is 0 or some D_k falls outside
+[0, k]; it then needs fallback discounts (its --discount_fallback default is
+0.5 1 1.5) or stops. Google's counts are pruned (total >= 40), so their highest
+order has t1 = t2 = t3 = 0 and always takes this path.
+"""
+
+from dataclasses import dataclass
+
+import apache_beam as beam
+
+from transforms.mkn.adjust import FLOOR, ORIGINS, SUFFIX
+
+#: KenLM's fallback discounts D1, D2, D3+.
+KENLM_FALLBACK = (0.5, 1.0, 1.5)
+ESTIMATED, FALLBACK = "estimated", "fallback"
+
+
+class DiscountError(ValueError):
+    """Discounts cannot be estimated and no fallback was allowed.
+
+    The message starts with ``MARKER`` so the command line can find it inside
+    the runner's wrapped exceptions and show it as one line.
+    """
+
+    MARKER = "ngramflow mkn error: "
+
+    def __init__(self, reason: str):
+        super().__init__(self.MARKER + reason)
+
+
+@dataclass(frozen=True)
+class Discounts:
+    d1: float
+    d2: float
+    d3plus: float
+
+    def of(self, count: int) -> float:
+        """The amount taken off an adjusted count (nothing off a zero count)."""
+        if count <= 0:
+            return 0.0
+        return (self.d1, self.d2, self.d3plus)[min(count, 3) - 1]
+
+
+def estimate(order: int, t: tuple) -> tuple[Discounts | None, str | None]:
+    """(discounts, None) from count-of-counts t = (t1, t2, t3, t4), or (None, why not)."""
+    for k in (1, 2, 3):
+        if t[k - 1] == 0:
+            return None, f"no {order}-grams have adjusted count {k} (t{k} = 0)"
+    y = t[0] / (t[0] + 2 * t[1])
+    amounts = [k - (k + 1) * y * t[k] / t[k - 1] for k in (1, 2, 3)]
+    for k, amount in enumerate(amounts, 1):
+        if not 0 <= amount <= k:
+            return None, f"D{k} = {amount:.6g} for {order}-grams is outside [0, {k}]"
+    return Discounts(*amounts), None
+
+
+def discount_record(order: int, summary: list, fallback: tuple | None, highest: bool) -> dict:
+    """One order's statistics and discounts, as the manifest records them.
+
+    ``summary`` is an OrderSummary accumulator. With ``fallback`` None an order
+    that cannot be estimated raises DiscountError, which says what to do.
+    """
+    t = tuple(summary[1:5])
+    discounts, reason = estimate(order, t)
+    if highest and summary[0] and t[0] == 0:
+        reason += "; the counts look pruned, as Google's are (published only with a total >= 40)"
+    if discounts is None and fallback is None:
+        raise DiscountError(f"cannot estimate Kneser-Ney discounts: {reason}; rerun with --discount-fallback "
+                            f"D1 D2 D3 (KenLM's default: {' '.join(f'{d:g}' for d in KENLM_FALLBACK)})")
+    origins = dict(zip(ORIGINS, summary[5:]))
+    return {
+        "order": order,
+        "ngrams": summary[0],
+        "count_of_counts": list(t),
+        "discounts": list(_as_tuple(discounts or Discounts(*fallback))),
+        "discount_source": ESTIMATED if discounts else FALLBACK,
+        "fallback_reason": reason,
+        "suffix_ngrams_added": origins[SUFFIX],
+        "continuation_floor_applied": origins[FLOOR],
+    }
+
+
+def _as_tuple(discounts: Discounts) -> tuple:
+    return discounts.d1, discounts.d2, discounts.d3plus
+
+
+def discounts_of(record: dict) -> Discounts:
+    return Discounts(*record["discounts"])
+
+
+class OrderSummaryFn(beam.CombineFn):
+    """(adjusted count, origin) of one order -> [n-grams, t1, t2, t3, t4, one count per origin]."""
+
+    def create_accumulator(self):
+        return [0] * (5 + len(ORIGINS))
+
+    def add_input(self, acc, count_origin):
+        count, origin = count_origin
+        acc[0] += 1
+        if 1 <= count <= 4:
+            acc[count] += 1
+        acc[5 + ORIGINS.index(origin)] += 1
+        return acc
+
+    def merge_accumulators(self, accs):
+        return [sum(column) for column in zip(*accs)]
+
+    def extract_output(self, acc):
+        return acc
+
+
+def discount_table(summaries, model_order: int, fallback: tuple | None) -> dict:
+    """{order: discount record} for every order 1..N, from (order, summary) pairs of the orders seen."""
+    by_order = dict(summaries)
+    empty = OrderSummaryFn().create_accumulator()
+    return {order: discount_record(order, by_order.get(order, empty), fallback, order == model_order)
+            for order in range(1, model_order + 1)}
+
+
+class EstimateDiscounts(beam.PTransform):
+    """Adjusted rows -> one dict {order: discount record}, for use as a singleton side input.
+
+    Only a few numbers per order travel to the one worker that builds the table.
+    """
+
+    def __init__(self, model_order: int, fallback: tuple | None):
+        super().__init__()
+        self.model_order, self.fallback = model_order, fallback
+
+    def expand(self, adjusted):
+        return (
+            adjusted
+            | "Count and origin by order" >> beam.MapTuple(lambda _ngram, order, count, origin: (order, (count, origin)))
+            | "Summarize each order" >> beam.CombinePerKey(OrderSummaryFn())
+            | "All order summaries" >> beam.combiners.ToList()
+            | "Discounts of every order" >> beam.Map(discount_table, self.model_order, self.fallback)
+        )
