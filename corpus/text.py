@@ -1,9 +1,10 @@
 """Plain text -> n-gram counts in Google's 2012 file format.
 
 The bridge for checking the MKN stage against KenLM's lmplz, which estimates
-from text: every non-empty line is a sentence of whitespace-separated tokens,
-padded ``_START_ w1 ... wk _END_`` (lmplz pads with <s> and </s> the same way),
-and every n-gram of orders 1..N inside the padded sentence is counted. Each
+from text: every line is a sentence of whitespace-separated tokens, padded
+``_START_ w1 ... wk _END_`` (lmplz pads with <s> and </s> the same way, and
+also counts a blank line, as ``<s> </s>``), and every n-gram of orders 1..N
+inside the padded sentence is counted. Each
 order goes to ``googlebooks-{lang}-all-{n}gram-20120701-text.gz``, one row per
 n-gram: ``ngram TAB year TAB match_count TAB 1``.
 
@@ -23,11 +24,9 @@ START, END = "_START_", "_END_"
 
 
 def sentences(lines):
-    """Token lists of the non-empty lines."""
+    """Token lists of the lines (a blank line is an empty sentence)."""
     for line in lines:
-        tokens = line.split()
-        if tokens:
-            yield tokens
+        yield line.split()
 
 
 def count_ngrams(token_lists, max_order: int) -> Counter:
