@@ -155,7 +155,7 @@ def test_every_context_distribution_sums_to_one(small_vocabulary):
     predicted = [w for w in model.vocabulary if w != "<s>"]
     assert len(predicted) == section["vocabulary_size"] == 8  # 6 words, </s>, <unk>
     contexts = [()] + model.contexts()
-    assert len(contexts) > 100
+    assert len(contexts) == 1 + 7 + 6 * 7  # (), <s> and the 6 words, every <s> w and w w
     for context in contexts:
         total = sum(10 ** model.log10_prob(w, context) for w in predicted)
         assert total == pytest.approx(1, abs=1e-6), context

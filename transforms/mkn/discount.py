@@ -30,7 +30,8 @@ class DiscountError(ValueError):
     MARKER = "ngramflow mkn error: "
 
     def __init__(self, reason: str):
-        super().__init__(self.MARKER + reason)
+        # Beam re-raises a failed step's exception as type(err)(its message + where), so mark only once.
+        super().__init__(reason if reason.startswith(self.MARKER) else self.MARKER + reason)
 
 
 @dataclass(frozen=True)
