@@ -62,4 +62,4 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(FILE_STATS))
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(ORDER_STATS))
     if opts.mkn:
-        build_mkn(results["ngrams"], out, opts.mkn, shards)
+        build_mkn(results["ngrams"] | "N-gram tables" >> beam.Values(), out, opts.mkn, shards)

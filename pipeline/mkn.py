@@ -8,6 +8,7 @@ included, has been written.
 
 import io
 import os
+import zlib
 from dataclasses import asdict, dataclass
 
 import apache_beam as beam
@@ -21,10 +22,10 @@ from pipeline.output import OutputDir
 from transforms.mkn import arpa
 from transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
 from transforms.mkn.stage import EstimateMkn
-from transforms.sinks import WriteJsonLines, WriteParquet
+from transforms.sinks import WriteRecords, WriteTables
 
 # Statistics the stage leaves under _work/ for the manifest.
-MKN_ORDERS, MKN_ORPHANS = "mkn_orders", "mkn_orphans"
+MKN_ORDERS, MKN_ORPHANS = "_work/mkn_orders", "_work/mkn_orphans"
 ARPA_BATCH_ROWS = 64 * 1024
 
 
@@ -76,17 +77,52 @@ def mkn_folder(table: str, order: int) -> str:
     return FileSystems.join("mkn", table, f"order={order}")
 
 
-def build_mkn(ngram_rows, out: OutputDir, settings: MknSettings) -> None:
-    """Add the stage, from n-gram rows (dicts with ngram and match_count) to its files, to the pipeline."""
-    results = ngram_rows | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
-    for table, schema in (("ngrams", schemas.MKN_NGRAMS), ("contexts", schemas.MKN_CONTEXTS)):
+def ngram_counts(table: pa.Table):
+    """(ngram, match count) pairs of an n-gram table."""
+    return zip(table.column("ngram").to_pylist(), table.column("match_count").to_pylist())
+
+
+def part_of(key: str, parts: int) -> int:
+    """A stable part number for a row, so a retried bundle rewrites the same file."""
+    return zlib.crc32(key.encode("utf-8")) % parts
+
+
+class WriteRowParts(beam.PTransform):
+    """Dict rows -> ``root/FOLDER/part-NNNNN.parquet``, rows spread over ``parts`` files by ``key``."""
+
+    def __init__(self, root: str, folder: str, schema: pa.Schema, key: str, parts: int):
+        super().__init__()
+        self.root, self.folder, self.schema, self.key, self.parts = root, folder, schema, key, parts
+
+    def expand(self, rows):
+        folder, schema, key, parts = self.folder, self.schema, self.key, self.parts
+        return (
+            rows
+            | "Key by part" >> beam.Map(lambda row: (part_of(row[key], parts), row))
+            | "Gather parts" >> beam.GroupByKey()
+            | "Part tables" >> beam.MapTuple(lambda part, part_rows: (
+                f"{folder}/part-{part:05d}", pa.Table.from_pylist(list(part_rows), schema=schema)))
+            | "Write parts" >> WriteTables(self.root, schema)
+        )
+
+
+def build_mkn(ngram_tables, out: OutputDir, settings: MknSettings, parts: int) -> None:
+    """Add the stage, from n-gram tables (ngram and match_count columns) to its files, to the pipeline."""
+    results = (
+        ngram_tables
+        | "N-gram counts" >> beam.FlatMap(ngram_counts)
+        | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
+    )
+    for table, schema, key in (("ngrams", schemas.MKN_NGRAMS, "ngram"), ("contexts", schemas.MKN_CONTEXTS, "context")):
         for order, rows in enumerate(results[table], 1):
-            rows | f"Write order-{order} MKN {table}" >> WriteParquet(
-                out.join(mkn_folder(table, order)), schema)
-    results["discounts"] | "Write MKN order statistics" >> WriteJsonLines(out.join("_work", MKN_ORDERS))
+            rows | f"Write order-{order} MKN {table}" >> WriteRowParts(
+                out.path, mkn_folder(table, order), schema, key, parts)
+    (results["discounts"]
+     | "Name order statistics" >> beam.Map(lambda record: (f"order-{record['order']}", record))
+     | "Write MKN order statistics" >> WriteRecords(out.join(MKN_ORDERS)))
     (results["orphans"]
-     | "Orphan records" >> beam.MapTuple(lambda order, n: {"order": order, "orphans": n})
-     | "Write MKN orphans" >> WriteJsonLines(out.join("_work", MKN_ORPHANS)))
+     | "Orphan records" >> beam.MapTuple(lambda order, n: (f"order-{order}", {"order": order, "orphans": n}))
+     | "Write MKN orphans" >> WriteRecords(out.join(MKN_ORPHANS)))
 
 
 def _discounts_table(records: list[dict]) -> pa.Table:
@@ -100,8 +136,8 @@ def _discounts_table(records: list[dict]) -> pa.Table:
 
 def finish_mkn(out: OutputDir, settings: MknSettings) -> dict:
     """After the pipeline: empty parts for empty orders, discounts.parquet, the ARPA file; the manifest section."""
-    records = sorted(out.read_work_records(MKN_ORDERS), key=lambda r: r["order"])
-    orphans = {r["order"]: r["orphans"] for r in out.read_work_records(MKN_ORPHANS)}
+    records = sorted(out.read_records(MKN_ORDERS), key=lambda r: r["order"])
+    orphans = {r["order"]: r["orphans"] for r in out.read_records(MKN_ORPHANS)}
     for order in range(1, settings.order + 1):
         out.ensure_parquet(mkn_folder("ngrams", order), schemas.MKN_NGRAMS)
         out.ensure_parquet(mkn_folder("contexts", order), schemas.MKN_CONTEXTS)

@@ -22,6 +22,8 @@ from pipeline.run import pipeline_options
 from transforms.mkn.discount import DiscountError
 
 MKN_INCOMPLETE = "mkn/_INCOMPLETE"
+#: Model rows per Parquet part file (a part is assembled by one worker).
+ROWS_PER_PART = 1 << 20
 
 
 def read_manifest(out: OutputDir) -> dict:
@@ -65,14 +67,14 @@ def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, worker
     started = time.time()
     try:
         pipeline = beam.Pipeline(options=pipeline_options(options))
-        rows = [
-            pipeline | f"Read order-{order} n-grams" >> beam.io.ReadFromParquet(
+        tables = [
+            pipeline | f"Read order-{order} n-grams" >> beam.io.ReadFromParquetBatched(
                 FileSystems.join(out.ngrams(order), "*.parquet"), columns=["ngram", "match_count"])
             for order in orders
         ] | "All n-grams" >> beam.Flatten()
-        build_mkn(rows, out, settings)
+        ngrams = sum(manifest["orders"][str(order)]["ngrams"] for order in orders)
+        build_mkn(tables, out, settings, parts=ngrams // ROWS_PER_PART + 1)
         pipeline.run().wait_until_finish()
-        out.remove_sink_temp_dirs()
         section = finish_mkn(out, settings)
     except KeyboardInterrupt:
         _mark(out, "ngramflow mkn interrupted by the user")

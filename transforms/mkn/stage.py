@@ -10,7 +10,7 @@ from transforms.mkn.probability import InterpolateOrder, UnigramProbabilities, m
 
 
 class EstimateMkn(beam.PTransform):
-    """Dict rows with ``ngram`` and ``match_count`` (any orders) -> an order-N model.
+    """(ngram, match count) pairs of any orders -> an order-N model.
 
     Returns a dict: "ngrams" and "contexts", lists of PCollections of
     schemas.MKN_NGRAMS / MKN_CONTEXTS rows indexed by order - 1; "discounts",
@@ -22,12 +22,11 @@ class EstimateMkn(beam.PTransform):
         super().__init__()
         self.model_order, self.fallback = model_order, fallback
 
-    def expand(self, rows):
+    def expand(self, counts):
         top = self.model_order
         adjusted = (
-            rows
-            | "Orders of the model" >> beam.Filter(lambda row: order_of(row["ngram"]) <= top)
-            | "Raw counts" >> beam.Map(lambda row: (row["ngram"], row["match_count"]))
+            counts
+            | "Orders of the model" >> beam.Filter(lambda count: order_of(count[0]) <= top)
             | "Adjust counts" >> AdjustCounts(top)
         )
         table = adjusted | "Estimate discounts" >> EstimateDiscounts(top, self.fallback)
@@ -57,6 +56,6 @@ class EstimateMkn(beam.PTransform):
             "contexts": contexts,
             "discounts": table | "Discount records" >> beam.FlatMap(lambda t: [t[o] for o in sorted(t)]),
             "orphans": (
-                orphans or [rows.pipeline | "No orphans" >> beam.Create([])]
+                orphans or [counts.pipeline | "No orphans" >> beam.Create([])]
             ) | "All orphans" >> beam.Flatten() | "Orphans per order" >> beam.CombinePerKey(sum),
         }
