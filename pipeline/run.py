@@ -132,6 +132,11 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
                      "python": platform.python_version()},
     }
     if opts.mkn:
+        if str(opts.mkn.order) not in orders:
+            reason = (f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
+                      f"again with an order it has ({', '.join(orders) or 'none'})")
+            out.mark_failed(reason)
+            raise RunFailed(reason)
         manifest["mkn"] = finish_mkn(out, opts.mkn)
     manifest["output_bytes"] = out.size_bytes()
     out.write_manifest(manifest)

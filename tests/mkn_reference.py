@@ -3,7 +3,6 @@
 import math
 import re
 
-ARPA_SPECIALS = {"<s>", "</s>", "<unk>"}
 
 
 class ArpaModel:

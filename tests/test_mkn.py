@@ -245,6 +245,14 @@ def test_user_mistakes_are_one_line_errors(pruned, tmp_path, capsys, args, messa
     assert message in err and "\n" not in err
 
 
+def test_an_order_the_input_lacks_fails_the_import(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run_cli("import", os.path.join(SAMPLE, "2012"), "--output", out, "-q", "--mkn-order", "4") == 1
+    assert "the input has no 4-grams for --mkn-order 4; import again with an order it has (1, 2, 3)" in \
+        capsys.readouterr().err
+    assert not (out / "_manifest.json").exists()
+
+
 def test_export_arpa_needs_a_model(tmp_path, capsys):
     dataset = import_ok(os.path.join(SAMPLE, "2012"), tmp_path / "plain")
     assert run_cli("export-arpa", dataset, tmp_path / "m.arpa") == 2

@@ -15,6 +15,8 @@
 Tokens are written as readers expect them: _START_ as <s>, _END_ as </s>.
 """
 
+from collections.abc import Iterator
+
 from schemas import END, START
 
 TOKENS = {START: "<s>", END: "</s>"}
@@ -41,7 +43,7 @@ def header(counts: list[int]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def section(order: int, entries) -> "iterator of str":
+def section(order: int, entries) -> Iterator[str]:
     """An order's section; ``entries`` yields lists of (ngram, log10 prob, log10 backoff or None)."""
     yield f"\\{order}-grams:\n"
     for batch in entries:

@@ -22,10 +22,6 @@ def suffix_of(ngram: str) -> str:
     return ngram[cut + 1:] if cut >= 0 else ""
 
 
-def first_token(ngram: str) -> str:
-    return ngram.split(" ", 1)[0]
-
-
 def last_token(ngram: str) -> str:
     return ngram.rsplit(" ", 1)[-1]
 
