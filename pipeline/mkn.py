@@ -87,21 +87,27 @@ def part_of(key: str, parts: int) -> int:
     return zlib.crc32(key.encode("utf-8")) % parts
 
 
-class WriteRowParts(beam.PTransform):
-    """Dict rows -> ``root/FOLDER/part-NNNNN.parquet``, rows spread over ``parts`` files by ``key``."""
+def rows_table(rows, schema: pa.Schema) -> pa.Table:
+    """Tuples in the schema's column order -> a table."""
+    columns = list(zip(*rows)) or [[] for _ in schema]
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
 
-    def __init__(self, root: str, folder: str, schema: pa.Schema, key: str, parts: int):
+
+class WriteRowParts(beam.PTransform):
+    """Row tuples -> ``root/FOLDER/part-NNNNN.parquet``, spread over ``parts`` files by their first column."""
+
+    def __init__(self, root: str, folder: str, schema: pa.Schema, parts: int):
         super().__init__()
-        self.root, self.folder, self.schema, self.key, self.parts = root, folder, schema, key, parts
+        self.root, self.folder, self.schema, self.parts = root, folder, schema, parts
 
     def expand(self, rows):
-        folder, schema, key, parts = self.folder, self.schema, self.key, self.parts
+        folder, schema, parts = self.folder, self.schema, self.parts
         return (
             rows
-            | "Key by part" >> beam.Map(lambda row: (part_of(row[key], parts), row))
+            | "Key by part" >> beam.Map(lambda row: (part_of(row[0], parts), row))
             | "Gather parts" >> beam.GroupByKey()
-            | "Part tables" >> beam.MapTuple(lambda part, part_rows: (
-                f"{folder}/part-{part:05d}", pa.Table.from_pylist(list(part_rows), schema=schema)))
+            | "Part tables" >> beam.MapTuple(
+                lambda part, part_rows: (f"{folder}/part-{part:05d}", rows_table(part_rows, schema)))
             | "Write parts" >> WriteTables(self.root, schema)
         )
 
@@ -113,10 +119,10 @@ def build_mkn(ngram_tables, out: OutputDir, settings: MknSettings, parts: int) -
         | "N-gram counts" >> beam.FlatMap(ngram_counts)
         | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
     )
-    for table, schema, key in (("ngrams", schemas.MKN_NGRAMS, "ngram"), ("contexts", schemas.MKN_CONTEXTS, "context")):
+    for table, schema in (("ngrams", schemas.MKN_NGRAMS), ("contexts", schemas.MKN_CONTEXTS)):
         for order, rows in enumerate(results[table], 1):
             rows | f"Write order-{order} MKN {table}" >> WriteRowParts(
-                out.path, mkn_folder(table, order), schema, key, parts)
+                out.path, mkn_folder(table, order), schema, parts)
     (results["discounts"]
      | "Name order statistics" >> beam.Map(lambda record: (f"order-{record['order']}", record))
      | "Write MKN order statistics" >> WriteRecords(out.join(MKN_ORDERS)))

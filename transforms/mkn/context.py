@@ -39,10 +39,9 @@ def backoff_mass(stats: tuple, discounts: Discounts) -> float:
     return (discounts.d1 * n1 + discounts.d2 * n2 + discounts.d3plus * n3plus) / total
 
 
-def context_row(context: str, stats: tuple, order: int) -> dict:
-    """A row of schemas.MKN_CONTEXTS."""
-    total, n1, n2, n3plus = stats
-    return {"context": context, "order": order, "adjusted_sum": total, "n1": n1, "n2": n2, "n3plus": n3plus}
+def context_row(context: str, stats: tuple, order: int) -> tuple:
+    """A row of schemas.MKN_CONTEXTS, as a tuple."""
+    return (context, order, *stats)
 
 
 class ContextStats(beam.PTransform):

@@ -58,10 +58,9 @@ def log10_backoff(ngram: str, stats: tuple | None, discounts: Discounts | None) 
     return log10(backoff_mass(stats, discounts))
 
 
-def model_row(ngram: str, order: int, count: int, prob: float, backoff: float | None) -> dict:
-    """A row of schemas.MKN_NGRAMS; ``backoff`` is None at the highest order."""
-    return {"ngram": ngram, "order": order, "adjusted_count": count,
-            "log10_prob": log10_prob(prob), "log10_backoff": backoff}
+def model_row(ngram: str, order: int, count: int, prob: float, backoff: float | None) -> tuple:
+    """A row of schemas.MKN_NGRAMS, as a tuple (cheaper to shuffle); ``backoff`` is None at the highest order."""
+    return ngram, order, count, log10_prob(prob), backoff
 
 
 ORPHANS, ROWS = "orphans", "rows"

@@ -13,7 +13,7 @@ class EstimateMkn(beam.PTransform):
     """(ngram, match count) pairs of any orders -> an order-N model.
 
     Returns a dict: "ngrams" and "contexts", lists of PCollections of
-    schemas.MKN_NGRAMS / MKN_CONTEXTS rows indexed by order - 1; "discounts",
+    schemas.MKN_NGRAMS / MKN_CONTEXTS rows (tuples in column order) indexed by order - 1; "discounts",
     one record per order (see discount.discount_record); "orphans", (order,
     n-grams left out) pairs.
     """
