@@ -124,3 +124,12 @@ def test_mkn_options():
         MknSettings(3, (0.5, 2.5, 1.0)).validate()
     with pytest.raises(UserError, match="within 1-5"):
         MknSettings(6).validate()
+
+
+def test_sum_of_combines_like_its_merge():
+    from transforms.mkn.combine import SumOf
+
+    fn = SumOf(merge_stats, (0, 0, 0, 0))
+    left = fn.add_input(fn.add_input(fn.create_accumulator(), successor_stats(1)), successor_stats(4))
+    right = fn.add_input(fn.create_accumulator(), successor_stats(2))
+    assert fn.extract_output(fn.merge_accumulators([left, right])) == (7, 1, 1, 1)

@@ -9,7 +9,8 @@ PTransforms that apply them at scale:
     context.py      per-context sums and N1, N2, N3+ of the successors
     probability.py  initial probabilities, interpolation, backoffs
     arpa.py         the ARPA text format
-    stage.py        the whole stage: n-gram rows in, MKN rows out
+    combine.py      a combiner from a merge function
+    stage.py        the whole stage: n-gram counts in, MKN rows out
 
 Joins go by context or suffix key with Beam's GroupByKey family, so no worker
 ever holds a whole order; only per-order statistics (count-of-counts,

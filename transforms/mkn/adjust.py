@@ -20,6 +20,7 @@ explicitly, and each is counted in the manifest:
 import apache_beam as beam
 
 from schemas import END, START, UNK
+from transforms.mkn.combine import SumOf
 from transforms.mkn.grams import order_of, starts_sentence, suffix_of
 
 INPUT, SUFFIX, FLOOR, RESERVED = "input", "suffix", "floor", "reserved"
@@ -77,6 +78,6 @@ class AdjustCounts(beam.PTransform):
             (counts | "N-gram and suffix parts" >> beam.FlatMapTuple(count_parts),
              reserved)
             | "All parts" >> beam.Flatten()
-            | "Merge parts per n-gram" >> beam.CombinePerKey(merge_parts)
+            | "Merge parts per n-gram" >> beam.CombinePerKey(SumOf(merge_parts, (None, 0)))
             | "Adjusted count" >> beam.MapTuple(lambda ngram, parts: adjusted_count(ngram, parts, model_order))
         )

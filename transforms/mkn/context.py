@@ -9,6 +9,7 @@ successors have adjusted count 1, 2, and 3 or more). Successors with count 0
 import apache_beam as beam
 
 from transforms.mkn.discount import Discounts
+from transforms.mkn.combine import SumOf
 from transforms.mkn.grams import context_of
 
 
@@ -52,5 +53,5 @@ class ContextStats(beam.PTransform):
             adjusted
             | "Key by context" >> beam.MapTuple(
                 lambda ngram, _order, count, _origin: (context_of(ngram), successor_stats(count)))
-            | "Sum per context" >> beam.CombinePerKey(merge_stats)
+            | "Sum per context" >> beam.CombinePerKey(SumOf(merge_stats, (0, 0, 0, 0)))
         )

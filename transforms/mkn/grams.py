@@ -32,3 +32,4 @@ def starts_sentence(ngram: str) -> bool:
 
 def can_back_off(ngram: str) -> bool:
     return last_token(ngram) not in NO_BACKOFF_LAST
+
