@@ -73,7 +73,8 @@ def _add_import(sub):
 def _add_mkn_options(p):
     p.add_argument("--discount-fallback", nargs="+", default=["0.5", "1", "1.5"], metavar="D",
                    help="discounts D1 D2 D3+ for an order whose discounts cannot be estimated (pruned counts "
-                        "such as Google's), as KenLM's --discount_fallback; 'none' makes that an error")
+                        "such as Google's), as KenLM's --discount_fallback; 'none' makes that an error "
+                        "(default: 0.5 1 1.5, KenLM's)%(default).0s")
     p.add_argument("--arpa", default=None, metavar="FILE", help="also write the model as an ARPA file")
 
 

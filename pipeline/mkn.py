@@ -89,7 +89,7 @@ def part_of(key: str, parts: int) -> int:
 
 def rows_table(rows, schema: pa.Schema) -> pa.Table:
     """Tuples in the schema's column order -> a table."""
-    columns = list(zip(*rows)) or [[] for _ in schema]
+    columns = list(zip(*rows))
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
