@@ -28,6 +28,8 @@ def test_fast_path_equals_line_by_line_on_the_sample(fmt):
 
 @pytest.mark.parametrize("line", [
     b"a\t1990\t0x10\t2",           # Arrow reads hex; we do not
+    b"a\t1990\t0X10\t2",
+    b"a\t1990\t 0x10\t2",
     b"a\t1990\t 5\t2",              # padded numbers are fine on both paths
     b"a  b\t1990\t5\t2",            # doubled space: normalised
     b"a b c d e f\t1990\t5\t2",     # too many tokens

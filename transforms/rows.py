@@ -32,19 +32,37 @@ class _Unusual(Exception):
     """The fast path cannot vouch for this chunk; parse it line by line."""
 
 
+def _integers(strings, type_: pa.DataType) -> pa.Array:
+    """Decimal integers only: Arrow's parser would also read hexadecimal ("0x1F")."""
+    if pc.any(pc.match_substring(strings, "x")).as_py() or pc.any(pc.match_substring(strings, "X")).as_py():
+        raise _Unusual("a hexadecimal-looking number")
+    return strings.cast(type_)
+
+
+def _hex_or_padded_field(chunk: bytes) -> bool:
+    """Whether a field after a tab starts with "0x"/"0X" or a space.
+
+    Arrow's CSV reader would read the first as hexadecimal and pad-trim the
+    second; both are rare, so such chunks simply take the careful path.
+    """
+    data = np.frombuffer(chunk, np.uint8)
+    after = np.flatnonzero(data[:-2] == 9) + 1
+    first, second = data[after], data[after + 1]
+    return bool(((first == ord("0")) & ((second | 0x20) == ord("x"))).any() or (first == ord(" ")).any())
+
+
 def _read_tsv(chunk: bytes, fmt: str) -> pa.Table:
+    if _hex_or_padded_field(chunk):
+        raise _Unusual("a hexadecimal-looking or padded number")
     names = _COLUMNS[fmt]
     types = {n: ROW_SCHEMA.field(n).type if n in ROW_SCHEMA.names else pa.int64() for n in names}
-    try:
-        table = csv.read_csv(
-            pa.py_buffer(chunk),
-            read_options=csv.ReadOptions(column_names=names, use_threads=False, block_size=len(chunk) + 1),
-            parse_options=_PARSE,
-            convert_options=csv.ConvertOptions(column_types=types, check_utf8=True, strings_can_be_null=False,
-                                               quoted_strings_can_be_null=False, null_values=[]),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise _Unusual(str(err)) from None
+    table = csv.read_csv(
+        pa.py_buffer(chunk),
+        read_options=csv.ReadOptions(column_names=names, use_threads=False, block_size=len(chunk) + 1),
+        parse_options=_PARSE,
+        convert_options=csv.ConvertOptions(column_types=types, check_utf8=True, strings_can_be_null=False,
+                                           quoted_strings_can_be_null=False, null_values=[]),
+    )
     if fmt == "2009":
         if pc.any(pc.less(table["pages"], 0)).as_py():
             raise _Unusual("negative page count")
@@ -53,25 +71,21 @@ def _read_tsv(chunk: bytes, fmt: str) -> pa.Table:
 
 
 def _read_2020(chunk: bytes) -> pa.Table:
-    try:
-        lines = pa.array(chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n"), pa.binary())
-        lines = lines.cast(pa.string())
-        fields = pc.split_pattern(lines, "\t")
-        if pc.any(pc.less(pc.list_value_length(fields), 2)).as_py():
-            raise _Unusual("a line without year tuples")
-        tuples = pc.list_slice(fields, 1)
-        parts = pc.split_pattern(pc.list_flatten(tuples), ",")
-        if not pc.all(pc.equal(pc.list_value_length(parts), 3)).as_py():
-            raise _Unusual("a malformed year tuple")
-        ngram = pc.take(pc.list_element(fields, 0), pc.list_parent_indices(tuples))
-        return pa.table([
-            ngram,
-            pc.list_element(parts, 0).cast(pa.int32()),
-            pc.list_element(parts, 1).cast(pa.int64()),
-            pc.list_element(parts, 2).cast(pa.int64()),
-        ], schema=ROW_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise _Unusual(str(err)) from None
+    lines = pa.array(chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n"), pa.binary())
+    fields = pc.split_pattern(lines.cast(pa.string()), "\t")
+    if pc.any(pc.less(pc.list_value_length(fields), 2)).as_py():
+        raise _Unusual("a line without year tuples")
+    tuples = pc.list_slice(fields, 1)
+    parts = pc.split_pattern(pc.list_flatten(tuples), ",")
+    if not pc.all(pc.equal(pc.list_value_length(parts), 3)).as_py():
+        raise _Unusual("a malformed year tuple")
+    ngram = pc.take(pc.list_element(fields, 0), pc.list_parent_indices(tuples))
+    return pa.table([
+        ngram,
+        _integers(pc.list_element(parts, 0), pa.int32()),
+        _integers(pc.list_element(parts, 1), pa.int64()),
+        _integers(pc.list_element(parts, 2), pa.int64()),
+    ], schema=ROW_SCHEMA)
 
 
 # Legal but unusual spacing (leading, trailing, doubled, or more than MAX_ORDER
@@ -125,14 +139,12 @@ class Parsed(NamedTuple):
 
 def parse_chunk(chunk: bytes, lines: int, fmt: str, path: str, first_line: int) -> Parsed:
     """The rows and rejects of ``chunk``: ``lines`` whole lines, the first numbered ``first_line``."""
-    # Arrow also reads hexadecimal integers; the rare chunk that may hold one takes the careful path.
-    if b"0x" not in chunk and b"0X" not in chunk:
-        try:
-            table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
-            starts = columnar.run_starts(table["ngram"].combine_chunks())
-            _check(table, starts, lines, fmt)
-            return Parsed(table, starts, REJECTS.empty_table())
-        except _Unusual:
-            pass
+    try:
+        table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
+        starts = columnar.run_starts(table["ngram"].combine_chunks())
+        _check(table, starts, lines, fmt)
+        return Parsed(table, starts, REJECTS.empty_table())
+    except (_Unusual, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
     table, rejects = _line_by_line(chunk, fmt, path, first_line)
     return Parsed(table, columnar.run_starts(table["ngram"].combine_chunks()), rejects)
