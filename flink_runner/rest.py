@@ -27,10 +27,6 @@ def jobs(address: str) -> list[dict]:
     return get(address, "/jobs/overview")["jobs"]
 
 
-def checkpoint_counts(address: str, job_id: str) -> dict:
-    """Counts of the job's checkpoints: completed, failed, in_progress, restored, total."""
-    return get(address, f"/jobs/{job_id}/checkpoints")["counts"]
-
-
 def checkpoints(address: str, job_id: str) -> dict:
+    """The job's checkpoint statistics: counts (completed, failed, in_progress, restored), history, latest."""
     return get(address, f"/jobs/{job_id}/checkpoints")

@@ -6,7 +6,10 @@ pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
 
 import argparse
 import logging
+import os
+import signal
 import sys
+import threading
 
 from corpus.cli import add_corpus_commands
 from corpus.cli import run as run_corpus_command
@@ -220,7 +223,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _restart_with_fixed_hash_seed(argv: list[str]) -> None:
+    """Run this command again in a Python whose string hashes are not randomized.
+
+    Flink maps a checkpoint's state to operators by ids derived from the job's
+    shape, and Beam's Python side orders parts of that shape by set iteration:
+    with a random hash seed, a resubmitted import cannot be resumed from its
+    checkpoint ("operator not available in the new program").
+    """
+    if os.environ.get("PYTHONHASHSEED") != "0" and _runs_on_flink(argv):
+        os.execve(sys.executable, [sys.executable, sys.argv[0], *argv], {**os.environ, "PYTHONHASHSEED": "0"})
+
+
+def _runs_on_flink(argv: list[str]) -> bool:
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--runner=flink" or (arg == "--runner" and argv[i + 1:i + 2] == ["flink"]):
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        _restart_with_fixed_hash_seed(sys.argv[1:])
     argv = list(sys.argv[1:] if argv is None else argv)
     beam_args = []
     if "--" in argv:
@@ -228,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         argv, beam_args = argv[:split], argv[split + 1:]
     args = build_parser().parse_args(argv)
     args.beam_args = beam_args
+    # A terminated run cleans up like an interrupted one: output marked incomplete, child JVMs stopped.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.handler(args)
     except UserError as err:

@@ -79,14 +79,16 @@ class ImportOptions:
                 raise UserError(f"{changed[0]} needs --runner flink")
             return
         from flink_runner.config import memory_bytes
-        from flink_runner.session import LOCAL, check_master
+        from flink_runner.session import LOCAL, check_master, resume_point
 
         check_master(self.flink_master)
         memory_bytes(self.taskmanager_memory or DEFAULT_TASKMANAGER_MEMORY)
         if self.checkpoint_interval <= 0:
             raise UserError(f"--checkpoint-interval must be positive, got {self.checkpoint_interval}")
-        if self.resume_from and self.mode != "checkpointed":
-            raise UserError("--resume-from needs --mode checkpointed")
+        if self.resume_from:
+            if self.mode != "checkpointed":
+                raise UserError("--resume-from needs --mode checkpointed")
+            resume_point(self.resume_from)
         if self.flink_master != LOCAL and self.taskmanager_memory:
             raise UserError("--taskmanager-memory applies to --flink-master [local]; a cluster's TaskManagers "
                             "are sized when the cluster starts (ngramflow flink up --taskmanager-memory)")
