@@ -6,7 +6,6 @@ pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
@@ -227,30 +226,7 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _restart_with_fixed_hash_seed(argv: list[str]) -> None:
-    """Run this command again in a Python whose string hashes are not randomized.
-
-    Flink maps a checkpoint's state to operators by ids derived from the job's
-    shape, and Beam's Python side orders parts of that shape by set iteration:
-    with a random hash seed, a resubmitted import cannot be resumed from its
-    checkpoint ("operator not available in the new program").
-    """
-    if os.environ.get("PYTHONHASHSEED") != "0" and _runs_on_flink(argv):
-        os.execve(sys.executable, [sys.executable, sys.argv[0], *argv], {**os.environ, "PYTHONHASHSEED": "0"})
-
-
-def _runs_on_flink(argv: list[str]) -> bool:
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
-        if arg == "--runner=flink" or (arg == "--runner" and argv[i + 1:i + 2] == ["flink"]):
-            return True
-    return False
-
-
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        _restart_with_fixed_hash_seed(sys.argv[1:])
     argv = list(sys.argv[1:] if argv is None else argv)
     beam_args = []
     if "--" in argv:
