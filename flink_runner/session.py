@@ -23,7 +23,6 @@ from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 from transforms.read import InputFileError
 
 LOCAL = "[local]"
-MODES = ("batch", "checkpointed")
 #: Streaming sources stop this long after they have emitted everything, so the
 #: bounded job can end (Beam keeps them alive forever otherwise).
 SOURCE_IDLE_MS = 2000
