@@ -44,6 +44,11 @@ def direct_runner_args(opts: ImportOptions) -> list[str]:
     return args
 
 
+def pipeline_options(opts) -> PipelineOptions:
+    """The embedded runner's options; anything after ``--`` on the command line overrides them."""
+    return PipelineOptions(direct_runner_args(opts) + opts.beam_args)
+
+
 @contextlib.contextmanager
 def _runner(opts: ImportOptions):
     """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
