@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE_OUT ?= sample-output
 
-.PHONY: setup sample test bench clean
+.PHONY: setup sample test flink bench clean
 
 $(BIN)/ngramflow: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ sample: setup
 
 test: setup
 	$(BIN)/python -m pytest -q tests
+
+# The Java side of `--runner flink`, built once into .cache/flink/ (Maven Central, PyPI);
+# the Flink tests and the first Flink import do the same on their own.
+flink: setup
+	$(BIN)/ngramflow flink provision
 
 clean:
 	rm -rf $(VENV) $(SAMPLE_OUT) .pytest_cache *.egg-info

@@ -6,12 +6,16 @@ pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 
 from corpus.cli import add_corpus_commands
 from corpus.cli import run as run_corpus_command
+from flink_runner.cli import add_flink_commands
 from pipeline.errors import RunFailed, UserError
-from pipeline.options import DEFAULT_CACHE
+from pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_TASKMANAGER_MEMORY, FLINK_MODES,
+                              RUNNERS)
 from transforms.formats import FORMATS
 
 EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
@@ -61,7 +65,28 @@ def _add_import(sub):
                    help="fail the run when more than this fraction of rows is malformed")
     p.add_argument("--overwrite", action="store_true", help="replace an existing complete dataset in --output")
     p.add_argument("--workers", type=int, default=1,
-                   help="parallel worker processes of the embedded runner")
+                   help="parallel worker processes of the embedded runner; on Flink, the job's parallelism")
+    flink = p.add_argument_group("Flink", "Run on Apache Flink (see 'Running on Flink' in the README). "
+                                 "The job server is started and stopped for the run.")
+    flink.add_argument("--runner", choices=RUNNERS, default="direct",
+                       help="direct: Beam's embedded runner; flink: Apache Flink")
+    flink.add_argument("--flink-master", default="[local]", metavar="[local]|HOST:PORT",
+                       help="[local]: a Flink cluster inside the job server; HOST:PORT: the REST endpoint of a "
+                            "running cluster (e.g. from 'ngramflow flink up')")
+    flink.add_argument("--mode", choices=FLINK_MODES, default="batch",
+                       help="batch: Flink's batch execution, shuffles spill through managed memory; "
+                            "checkpointed: streaming execution, counts in RocksDB state, periodic checkpoints")
+    flink.add_argument("--checkpoint-interval", type=float, default=10.0, metavar="SECONDS",
+                       help="checkpointed mode: time between checkpoints")
+    flink.add_argument("--checkpoint-dir", default=DEFAULT_CHECKPOINT_DIR, metavar="DIR",
+                       help="checkpointed mode: where checkpoints are kept (one folder per run; must be "
+                            "shared storage for a remote cluster); environment: NGRAMFLOW_CHECKPOINT_DIR")
+    flink.add_argument("--resume-from", metavar="CHECKPOINT",
+                       help="checkpointed mode: continue an interrupted import (same inputs, options and "
+                            "--output) from a retained checkpoint: a chk-N folder or a run's checkpoint folder")
+    flink.add_argument("--taskmanager-memory", metavar="SIZE",
+                       help=f"[local]: the bound of the embedded cluster's memory (default "
+                            f"{DEFAULT_TASKMANAGER_MEMORY}); a cluster's TaskManagers are sized by 'flink up'")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
     p.add_argument("--mkn-order", type=int, default=None, metavar="N",
@@ -95,7 +120,9 @@ def _import(args) -> int:
         year_max=args.year_max, min_count=args.min_count, pos=args.pos, lowercase=args.lowercase,
         keep_years=args.keep_years, on_corrupt_file=args.on_corrupt_file,
         max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
-        cache=args.cache, beam_args=args.beam_args,
+        cache=args.cache, runner=args.runner, flink_master=args.flink_master, mode=args.mode,
+        checkpoint_interval=args.checkpoint_interval, checkpoint_dir=args.checkpoint_dir,
+        resume_from=args.resume_from, taskmanager_memory=args.taskmanager_memory, beam_args=args.beam_args,
         mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order),
     )
     result = run_import(opts, progress=not args.quiet)
@@ -189,9 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_import(sub)
     add_corpus_commands(sub).set_defaults(handler=run_corpus_command)
+    add_flink_commands(sub)
     _add_sample_corpus(sub)
     _add_mkn(sub)
     return parser
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         argv, beam_args = argv[:split], argv[split + 1:]
     args = build_parser().parse_args(argv)
     args.beam_args = beam_args
+    # A terminated run cleans up like an interrupted one: output marked incomplete, child JVMs stopped.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.handler(args)
     except UserError as err:

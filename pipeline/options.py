@@ -13,6 +13,12 @@ POS_POLICIES = ("drop", "keep")
 #: Where downloaded corpus files are kept between runs.
 DEFAULT_CACHE = os.environ.get("NGRAMFLOW_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow"))
 ON_CORRUPT = ("fail", "skip")
+RUNNERS = ("direct", "flink")
+DEFAULT_TASKMANAGER_MEMORY = "2g"
+FLINK_MODES = ("batch", "checkpointed")
+#: Where checkpointed Flink imports keep their checkpoints, one folder per run.
+DEFAULT_CHECKPOINT_DIR = os.environ.get(
+    "NGRAMFLOW_CHECKPOINT_DIR", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow", "checkpoints"))
 
 
 @dataclass
@@ -31,6 +37,13 @@ class ImportOptions:
     overwrite: bool = False
     workers: int = 1
     cache: str = DEFAULT_CACHE
+    runner: str = "direct"
+    flink_master: str = "[local]"
+    mode: str = "batch"
+    checkpoint_interval: float = 10.0  # seconds
+    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
+    resume_from: str | None = None
+    taskmanager_memory: str | None = None  # [local] only; None: DEFAULT_TASKMANAGER_MEMORY
     beam_args: list[str] = field(default_factory=list)
     mkn: MknSettings | None = None  # run the MKN stage after the import, in the same job
 
@@ -49,7 +62,36 @@ class ImportOptions:
             raise UserError(f"--workers must be at least 1, got {self.workers}")
         if self.mkn:
             self.mkn.validate(self.overwrite)
+        self._validate_flink()
         return self
+
+    def _validate_flink(self) -> None:
+        if self.runner not in RUNNERS:
+            raise UserError(f"--runner is one of {', '.join(RUNNERS)}, got {self.runner}")
+        if self.mode not in FLINK_MODES:
+            raise UserError(f"--mode is one of {', '.join(FLINK_MODES)}, got {self.mode}")
+        if self.runner != "flink":
+            changed = [flag for flag, value, default in (
+                ("--flink-master", self.flink_master, "[local]"), ("--mode", self.mode, "batch"),
+                ("--resume-from", self.resume_from, None), ("--taskmanager-memory", self.taskmanager_memory, None))
+                if value != default]
+            if changed:
+                raise UserError(f"{changed[0]} needs --runner flink")
+            return
+        from flink_runner.config import memory_bytes
+        from flink_runner.session import LOCAL, check_master, resume_point
+
+        check_master(self.flink_master)
+        memory_bytes(self.taskmanager_memory or DEFAULT_TASKMANAGER_MEMORY)
+        if self.checkpoint_interval <= 0:
+            raise UserError(f"--checkpoint-interval must be positive, got {self.checkpoint_interval}")
+        if self.resume_from:
+            if self.mode != "checkpointed":
+                raise UserError("--resume-from needs --mode checkpointed")
+            resume_point(self.resume_from)
+        if self.flink_master != LOCAL and self.taskmanager_memory:
+            raise UserError("--taskmanager-memory applies to --flink-master [local]; a cluster's TaskManagers "
+                            "are sized when the cluster starts (ngramflow flink up --taskmanager-memory)")
 
     def read_settings(self, progress_dir: str | None = None) -> ReadSettings:
         return ReadSettings(
@@ -62,4 +104,8 @@ class ImportOptions:
 
     def recorded(self) -> dict:
         """The options as the manifest records them."""
-        return {k: v for k, v in asdict(self).items() if k not in ("inputs", "output", "cache")}
+        skipped = ("inputs", "output", "cache")
+        if self.runner != "flink":
+            skipped += ("flink_master", "mode", "checkpoint_interval", "checkpoint_dir", "resume_from",
+                        "taskmanager_memory")
+        return {k: v for k, v in asdict(self).items() if k not in skipped}

@@ -42,8 +42,15 @@ class OutputDir:
     def is_complete(self) -> bool:
         return FileSystems.exists(self.join(MANIFEST))
 
-    def prepare(self, overwrite: bool, description: str) -> str | None:
-        """Make the directory ready for a run; returns a note for the user, if any."""
+    def prepare(self, overwrite: bool, description: str, resume: bool = False) -> str | None:
+        """Make the directory ready for a run; returns a note for the user, if any.
+
+        ``resume`` continues an interrupted run from a Flink checkpoint: its
+        partial output stays, because the checkpoint refers to the sinks'
+        temporary files in it.
+        """
+        if resume:
+            return self._prepare_resume(description)
         note = None
         if _is_local(self.path) and os.path.exists(self.path) and not os.path.isdir(self.path):
             raise UserError(f"output {self.path} is a file, not a directory")
@@ -63,6 +70,17 @@ class OutputDir:
         self._write(INCOMPLETE, f"ngramflow run started {time.strftime('%Y-%m-%d %H:%M:%S')}: {description}\n"
                                 "This directory is not a complete dataset until _manifest.json exists.\n")
         return note
+
+    def _prepare_resume(self, description: str) -> str:
+        if self.is_complete():
+            raise UserError(f"output {self.path} already holds a complete dataset; --resume-from continues "
+                            "an interrupted import into its own output")
+        if not FileSystems.exists(self.join(INCOMPLETE)):
+            raise UserError(f"--resume-from continues an interrupted import into its output, but {self.path} "
+                            f"holds none ({INCOMPLETE} is missing); pass the interrupted run's --output")
+        self._write(INCOMPLETE, f"ngramflow run resumed {time.strftime('%Y-%m-%d %H:%M:%S')}: {description}\n"
+                                "This directory is not a complete dataset until _manifest.json exists.\n")
+        return f"resuming the interrupted import in {self.path}"
 
     def mark_failed(self, reason: str) -> None:
         self._write(INCOMPLETE, f"ngramflow run failed {time.strftime('%Y-%m-%d %H:%M:%S')}: {reason}\n")

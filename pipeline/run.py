@@ -1,5 +1,6 @@
 """Run an import end to end: inputs, output directory, pipeline, manifest, summary."""
 
+import contextlib
 import os
 import platform
 import re
@@ -36,12 +37,28 @@ class ImportResult:
     note: str | None = None
 
 
-def pipeline_options(opts: ImportOptions) -> PipelineOptions:
-    """The embedded runner's options; anything after ``--`` on the command line overrides them."""
+def direct_runner_args(opts: ImportOptions) -> list[str]:
     args = ["--runner=DirectRunner", f"--direct_num_workers={opts.workers}"]
     if opts.workers > 1:
         args.append("--direct_running_mode=multi_processing")
-    return PipelineOptions(args + opts.beam_args)
+    return args
+
+
+def pipeline_options(opts) -> PipelineOptions:
+    """The embedded runner's options; anything after ``--`` on the command line overrides them."""
+    return PipelineOptions(direct_runner_args(opts) + opts.beam_args)
+
+
+@contextlib.contextmanager
+def _runner(opts: ImportOptions):
+    """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
+    if opts.runner == "flink":
+        from flink_runner.session import flink_run
+
+        with flink_run(opts) as (args, info):
+            yield args, info
+    else:
+        yield direct_runner_args(opts), None
 
 
 def _input_error(err: Exception) -> str | None:
@@ -50,18 +67,21 @@ def _input_error(err: Exception) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool) -> None:
-    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir:
+def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool):
+    """Run the import; returns what the manifest records about the runner (None for the embedded one)."""
+    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir, _runner(opts) as (args, info):
         reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
         if reporter:
             reporter.start()
         try:
-            pipeline = beam.Pipeline(options=pipeline_options(opts))
+            # Anything after ``--`` on the command line overrides the runner's arguments.
+            pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
             build_import(pipeline, opts, files, out, progress_dir)
             pipeline.run().wait_until_finish()
         finally:
             if reporter:
                 reporter.stop()
+    return info
 
 
 def _local_inputs(opts: ImportOptions) -> list[str]:
@@ -86,10 +106,11 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     files, totalcounts_files = expand_inputs(_local_inputs(opts))
     totalcounts = _totalcounts([p for p, _ in totalcounts_files])
     out = OutputDir(opts.output)
-    note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs))
+    note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
+                       resume=opts.resume_from is not None)
     started = time.time()
     try:
-        _run_pipeline(opts, files, out, progress)
+        runner_info = _run_pipeline(opts, files, out, progress)
     except KeyboardInterrupt:
         out.mark_failed("interrupted by the user")
         raise
@@ -138,6 +159,8 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
             out.mark_failed(reason)
             raise RunFailed(reason)
         manifest["mkn"] = finish_mkn(out, opts.mkn)
+    if runner_info is not None:
+        manifest["flink"] = runner_info.recorded()
     manifest["output_bytes"] = out.size_bytes()
     out.write_manifest(manifest)
     return ImportResult(manifest, note)

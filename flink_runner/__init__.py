@@ -1,0 +1,1 @@
+"""Running imports on Apache Flink: provisioning, the job server, a local session cluster."""

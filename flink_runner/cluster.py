@@ -1,0 +1,190 @@
+"""A local Flink session cluster: one JobManager and N TaskManagers, each its own JVM.
+
+Started without Flink's shell scripts: the entry-point classes of flink-dist,
+with the memory flags that Flink's BashJavaUtils derives from the
+configuration (as the scripts do). Everything lives in one folder:
+
+    CLUSTER_DIR/conf/config.yaml   infra/flink/config.yaml + ports, memory, folders
+    CLUSTER_DIR/log/               jobmanager.log, taskmanager-N.log
+    CLUSTER_DIR/cluster.json       pids and ports; `down` stops exactly these pids
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from flink_runner import config, jvm, rest
+from flink_runner.provision import FLINK_HOME, ensure_dist
+from pipeline.errors import RunFailed, UserError
+
+DEFAULT_DIR = os.environ.get("NGRAMFLOW_FLINK_CLUSTER", os.path.join(FLINK_HOME, "cluster"))
+JOBMANAGER = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
+TASKMANAGER = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+BASH_JAVA_UTILS = "org.apache.flink.runtime.util.bash.BashJavaUtils"
+_RESULT = "BASH_JAVA_UTILS_EXEC_RESULT:"
+
+
+class SessionCluster:
+    def __init__(self, folder: str = DEFAULT_DIR):
+        self.folder = os.path.abspath(folder)
+        self.conf_dir = os.path.join(self.folder, "conf")
+        self.log_dir = os.path.join(self.folder, "log")
+        self.state_path = os.path.join(self.folder, "cluster.json")
+
+    # --- state -------------------------------------------------------------------------------
+
+    def state(self) -> dict | None:
+        try:
+            with open(self.state_path) as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+
+    def _save(self, state: dict) -> None:
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(state, fh, indent=2)
+        os.replace(tmp, self.state_path)
+
+    @property
+    def rest_address(self) -> str:
+        state = self.state()
+        if state is None:
+            raise UserError(f"no Flink cluster in {self.folder}; start one with 'ngramflow flink up'")
+        return f"127.0.0.1:{state['rest_port']}"
+
+    def jobmanager_alive(self) -> bool:
+        state = self.state()
+        return bool(state) and jvm.alive(state["jobmanager"]["pid"])
+
+    def taskmanager_pids(self) -> list[int]:
+        """Pids of the TaskManagers started here that are still running."""
+        state = self.state() or {"taskmanagers": []}
+        return [tm["pid"] for tm in state["taskmanagers"] if jvm.alive(tm["pid"])]
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    def up(self, taskmanagers: int = 1, memory: str = "2g", slots: int = 2) -> dict:
+        """Start whatever is not running: the JobManager, then TaskManagers until ``taskmanagers`` run."""
+        if taskmanagers < 1 or slots < 1:
+            raise UserError("a cluster needs at least one TaskManager with at least one slot")
+        dist = ensure_dist()
+        if not self.jobmanager_alive():
+            self._stop_recorded()
+            self._start_jobmanager(dist, config.memory_bytes(memory), slots)
+        missing = taskmanagers - len(self.taskmanager_pids())
+        for _ in range(missing):
+            self._start_taskmanager(dist)
+        self._wait_for_taskmanagers(taskmanagers)
+        return self.status()
+
+    def add_taskmanager(self) -> int:
+        """Start one more TaskManager (e.g. to replace a lost one); its pid."""
+        if not self.jobmanager_alive():
+            raise UserError(f"no running Flink cluster in {self.folder}; start one with 'ngramflow flink up'")
+        expected = len(self.taskmanager_pids()) + 1
+        pid = self._start_taskmanager(ensure_dist())
+        self._wait_for_taskmanagers(expected)
+        return pid
+
+    def down(self) -> list[int]:
+        """Stop every process recorded in cluster.json (and only those); the pids stopped."""
+        stopped = self._stop_recorded()
+        if os.path.exists(self.state_path):
+            os.remove(self.state_path)
+        return stopped
+
+    def status(self) -> dict:
+        state = self.state()
+        if state is None:
+            return {"running": False, "folder": self.folder}
+        report = {
+            "running": self.jobmanager_alive(),
+            "folder": self.folder,
+            "rest_address": f"127.0.0.1:{state['rest_port']}",
+            "web_ui": f"http://127.0.0.1:{state['rest_port']}",
+            "logs": self.log_dir,
+            "taskmanager_memory": state["taskmanager_memory"],
+            "jobmanager_pid": state["jobmanager"]["pid"],
+            "taskmanager_pids": self.taskmanager_pids(),
+        }
+        if report["running"]:
+            try:
+                overview = rest.overview(report["rest_address"])
+                report.update(registered_taskmanagers=overview["taskmanagers"], slots=overview["slots-total"],
+                              jobs_running=overview["jobs-running"])
+            except rest.RestUnavailable as err:
+                report["rest_error"] = str(err)
+        return report
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def _stop_recorded(self) -> list[int]:
+        state = self.state()
+        if state is None:
+            return []
+        pids = [tm["pid"] for tm in state["taskmanagers"]] + [state["jobmanager"]["pid"]]
+        stopped = [pid for pid in pids if jvm.alive(pid)]
+        for pid in stopped:
+            jvm.stop(pid)
+        return stopped
+
+    def _start_jobmanager(self, dist: str, memory: int, slots: int) -> None:
+        shutil.rmtree(self.conf_dir, ignore_errors=True)
+        rest_port, rpc_port = jvm.free_port(), jvm.free_port()
+        tmp = os.path.join(self.folder, "tmp")
+        config.write_conf_dir(self.conf_dir, {
+            "rest.port": rest_port,
+            "jobmanager.rpc.port": rpc_port,
+            "taskmanager.memory.process.size": f"{memory}b",
+            "taskmanager.numberOfTaskSlots": slots,
+            "io.tmp.dirs": tmp,
+            "web.tmpdir": os.path.join(tmp, "web"),
+            "blob.storage.directory": os.path.join(tmp, "blobs"),
+        })
+        log_path = os.path.join(self.log_dir, "jobmanager.log")
+        process = jvm.start(self._command(dist, "GET_JM_RESOURCE_PARAMS", JOBMANAGER, log_path), log_path)
+        self._save({"jobmanager": {"pid": process.pid, "log": log_path}, "rest_port": rest_port,
+                    "rpc_port": rpc_port, "taskmanager_memory": memory, "slots": slots, "taskmanagers": []})
+        jvm.wait_for_port(rest_port, process.pid, log_path, "the Flink JobManager")
+
+    def _start_taskmanager(self, dist: str) -> int:
+        state = self.state()
+        log_path = os.path.join(self.log_dir, f"taskmanager-{len(state['taskmanagers']) + 1}.log")
+        process = jvm.start(self._command(dist, "GET_TM_RESOURCE_PARAMS", TASKMANAGER, log_path), log_path)
+        state["taskmanagers"].append({"pid": process.pid, "log": log_path})
+        self._save(state)
+        return process.pid
+
+    def _wait_for_taskmanagers(self, count: int, timeout: float = 90) -> None:
+        address = self.rest_address
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if rest.overview(address)["taskmanagers"] >= count:
+                    return
+            except rest.RestUnavailable:
+                pass
+            time.sleep(0.3)
+        raise RunFailed(f"{count} TaskManager(s) did not register with the JobManager within {timeout:.0f} s; "
+                        f"see the logs in {self.log_dir}")
+
+    def _command(self, dist: str, resource_query: str, entry_point: str, log_path: str) -> list[str]:
+        classpath = os.path.join(dist, "lib", "*")
+        jvm_flags, dynamic = self._resource_params(dist, resource_query)
+        return [jvm.java(), *jvm.java17_flags(), *jvm_flags, f"-Dlog.file={log_path}",
+                f"-Dlog4j.configurationFile=file:{os.path.join(self.conf_dir, 'log4j.properties')}",
+                "-cp", classpath, entry_point, "--configDir", self.conf_dir, *dynamic]
+
+    def _resource_params(self, dist: str, query: str) -> tuple[list[str], list[str]]:
+        """JVM memory flags and -D settings for a JobManager/TaskManager, as Flink's scripts compute them."""
+        classpath = os.pathsep.join([os.path.join(dist, "bin", "bash-java-utils.jar"), os.path.join(dist, "lib", "*")])
+        done = subprocess.run([jvm.java(), "-cp", classpath, BASH_JAVA_UTILS, query, "--configDir", self.conf_dir],
+                              capture_output=True, text=True)
+        results = [line[len(_RESULT):] for line in done.stdout.splitlines() if line.startswith(_RESULT)]
+        if done.returncode != 0 or len(results) < 2:
+            raise RunFailed(f"Flink rejected the memory configuration in {self.conf_dir}: "
+                            f"{(done.stdout + done.stderr).strip().splitlines()[-1:]}")
+        return results[-2].split(), results[-1].split()

@@ -1,0 +1,75 @@
+"""Beam's Flink job server as a child process of one import, and the Python worker it talks to."""
+
+import os
+from concurrent import futures
+
+import grpc
+from apache_beam.portability.api import beam_fn_api_pb2_grpc
+from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
+
+from flink_runner import jvm
+from flink_runner.provision import ensure_job_server
+
+DRIVER = "org.apache.beam.runners.flink.FlinkJobServerDriver"
+
+
+class LoopbackWorkerPool:
+    """Beam's LOOPBACK environment, bound to 127.0.0.1 instead of every interface.
+
+    SDK harnesses run as threads of this process, so the TaskManagers must be
+    on this machine; remote clusters use an EXTERNAL worker pool instead.
+    """
+
+    def __init__(self):
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
+            BeamFnExternalWorkerPoolServicer(), self.server)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop(grace=None)
+
+
+class JobServer:
+    """FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``."""
+
+    def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=()):
+        self.flink_master, self.conf_dir, self.log_path = flink_master, conf_dir, log_path
+        self.heap_flags = list(heap_flags)
+        self.process = None
+        self.job_port = jvm.free_port()
+        self.peak_rss = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.job_port}"
+
+    def start(self) -> None:
+        lib = ensure_job_server()
+        artifacts = os.path.join(os.path.dirname(self.log_path), "artifacts")
+        command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags,
+                   "-cp", os.path.join(lib, "*"), DRIVER,
+                   "--job-host=127.0.0.1", f"--job-port={self.job_port}",
+                   f"--artifact-port={jvm.free_port()}", f"--expansion-port={jvm.free_port()}",
+                   f"--artifacts-dir={artifacts}", f"--flink-master={self.flink_master}",
+                   f"--flink-conf-dir={self.conf_dir}"]
+        self.process = jvm.start(command, self.log_path)
+        try:
+            jvm.wait_for_port(self.job_port, self.process.pid, self.log_path, "the Flink job server")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.peak_rss = jvm.peak_rss_bytes(self.process.pid)
+            jvm.stop(self.process.pid)
+            self.process = None

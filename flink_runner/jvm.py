@@ -1,0 +1,113 @@
+"""Starting the JVMs of Flink runs: the java binary, flags and process hygiene."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import yaml
+
+from flink_runner.provision import INFRA
+from pipeline.errors import RunFailed, UserError
+
+
+def java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not found or not os.access(found, os.X_OK):
+        raise UserError("java is not installed (Flink needs Java 11 or 17); install a JDK or set JAVA_HOME")
+    return found
+
+
+def java17_flags() -> list[str]:
+    """The --add-opens flags, kept in one place: env.java.opts.all of infra/flink/config.yaml."""
+    with open(os.path.join(INFRA, "config.yaml")) as fh:
+        return yaml.safe_load(fh)["env.java.opts.all"].split()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def log_tail(path: str, lines: int = 20) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:]).rstrip()
+    except OSError:
+        return "(no log)"
+
+
+def start(command: list[str], log_path: str) -> subprocess.Popen:
+    """A JVM in its own session (so a Ctrl-C of the CLI reaches it only through us), output to log_path."""
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie of ours has exited already
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for_port(port: int, pid: int, log_path: str, what: str, timeout: float = 90) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not alive(pid):
+            raise RunFailed(f"{what} exited while starting; its log {log_path} ends:\n{log_tail(log_path)}")
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise RunFailed(f"{what} did not listen on 127.0.0.1:{port} within {timeout:.0f} s; see {log_path}")
+
+
+def stop(pid: int, grace: float = 10) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; reaps the process if it is our child."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + grace
+    while time.time() < deadline and alive(pid):
+        _reap(pid)
+        time.sleep(0.1)
+    if alive(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _reap(pid, block=True)
+
+
+def _reap(pid: int, block: bool = False) -> None:
+    try:
+        os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The process's peak resident set size so far (VmHWM), while it runs."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None

@@ -1,0 +1,137 @@
+"""The Java side of Flink runs, built once and cached.
+
+Two things come from package registries (see ../shared/PLATFORM.md for why
+these and no others):
+
+- the Beam Flink job server's classpath, assembled by Maven from
+  infra/flink/pom.xml (the shaded job-server jar is not downloadable here);
+- Flink's own distribution for `ngramflow flink up`: flink-dist and its
+  logging jars, taken from PyPI's apache-flink-libraries sdist without
+  installing it (its dependencies pin an older apache-beam).
+
+Both land under FLINK_HOME (default: .cache/flink in the project, environment
+NGRAMFLOW_FLINK_HOME), each with a stamp file written last, so an interrupted
+build is redone and a finished one is never repeated.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+from pipeline.errors import RunFailed, UserError
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INFRA = os.path.join(PROJECT, "infra", "flink")
+FLINK_HOME = os.environ.get("NGRAMFLOW_FLINK_HOME", os.path.join(PROJECT, ".cache", "flink"))
+#: The session cluster's Flink; any 1.19.x runs jobs of the runner's 1.19.0 client.
+FLINK_DIST_VERSION = "1.19.3"
+_STAMP = ".complete"
+
+
+def job_server_lib() -> str:
+    return os.path.join(FLINK_HOME, "job-server", "lib")
+
+
+def dist_dir() -> str:
+    return os.path.join(FLINK_HOME, f"flink-{FLINK_DIST_VERSION}")
+
+
+def _pom_digest() -> str:
+    with open(os.path.join(INFRA, "pom.xml"), "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _done(folder: str, token: str) -> bool:
+    try:
+        with open(os.path.join(folder, _STAMP)) as fh:
+            return fh.read() == token
+    except OSError:
+        return False
+
+
+def _publish(staging: str, folder: str, token: str) -> None:
+    with open(os.path.join(staging, _STAMP), "w") as fh:
+        fh.write(token)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(os.path.dirname(folder), exist_ok=True)
+    os.replace(staging, folder)
+
+
+def _run(command: list[str], what: str, log) -> None:
+    log(f"{what} ...")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise UserError(f"{command[0]} is not installed; it is needed to {what}") from None
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise RunFailed(f"could not {what} ({' '.join(command[:3])} ... exited {done.returncode}):\n{tail}")
+
+
+def _build_job_server(log) -> None:
+    folder = os.path.dirname(job_server_lib())
+    os.makedirs(FLINK_HOME, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix="job-server-", dir=FLINK_HOME)
+    try:
+        _run(["mvn", "-B", "-q", "-f", os.path.join(INFRA, "pom.xml"), "dependency:copy-dependencies",
+              f"-DoutputDirectory={os.path.join(staging, 'lib')}"],
+             "assemble the Beam Flink job server classpath with Maven", log)
+        _publish(staging, folder, _pom_digest())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _wanted(member: str) -> str | None:
+    """Where a member of the apache-flink-libraries sdist goes in the distribution, if we keep it."""
+    parts = member.split("/")
+    if len(parts) == 4 and parts[1] == "deps" and parts[2] in ("lib", "bin") and parts[3].endswith(".jar"):
+        name = parts[3]
+        if name.startswith(("flink-dist-", "log4j-", "bash-java-utils")):
+            return os.path.join(parts[2], name)
+    return None
+
+
+def _build_dist(log) -> None:
+    os.makedirs(FLINK_HOME, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix="flink-dist-", dir=FLINK_HOME)
+    try:
+        download = os.path.join(staging, "download")
+        _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+              f"apache-flink-libraries=={FLINK_DIST_VERSION}", "-d", download],
+             f"download Flink {FLINK_DIST_VERSION} (apache-flink-libraries from PyPI)", log)
+        (sdist,) = os.listdir(download)
+        with tarfile.open(os.path.join(download, sdist)) as tar:
+            for member in tar.getmembers():
+                target = _wanted(member.name)
+                if target:
+                    os.makedirs(os.path.join(staging, os.path.dirname(target)), exist_ok=True)
+                    with tar.extractfile(member) as src, open(os.path.join(staging, target), "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+        shutil.rmtree(download)
+        if not os.path.exists(os.path.join(staging, "lib", f"flink-dist-{FLINK_DIST_VERSION}.jar")):
+            raise RunFailed(f"{sdist} holds no deps/lib/flink-dist-{FLINK_DIST_VERSION}.jar")
+        _publish(staging, dist_dir(), FLINK_DIST_VERSION)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+def ensure_job_server(log=_quiet) -> str:
+    """The job server's lib folder, built first if needed."""
+    if not _done(os.path.dirname(job_server_lib()), _pom_digest()):
+        _build_job_server(log)
+    return job_server_lib()
+
+
+def ensure_dist(log=_quiet) -> str:
+    """The session cluster's Flink folder (lib/, bin/), fetched first if needed."""
+    if not _done(dist_dir(), FLINK_DIST_VERSION):
+        _build_dist(log)
+    return dist_dir()

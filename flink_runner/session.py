@@ -1,0 +1,185 @@
+"""One import on Flink: configuration, job server and worker for the run, and what it leaves behind.
+
+``flink_run(opts)`` yields the Beam pipeline arguments that send the pipeline
+to Flink, and tears everything down afterwards. Checkpointed runs write their
+checkpoints under CHECKPOINT_DIR/RUN_ID/; a failed run points the user at the
+newest retained one (``--resume-from``), a successful run deletes them.
+"""
+
+import contextlib
+import glob
+import os
+import re
+import resource
+import shutil
+import time
+from dataclasses import dataclass, field
+
+from flink_runner import config, rest
+from flink_runner.job_server import JobServer, LoopbackWorkerPool
+from flink_runner.provision import FLINK_HOME
+from pipeline.errors import RunFailed, UserError
+from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from transforms.read import InputFileError
+
+LOCAL = "[local]"
+#: Streaming sources stop this long after they have emitted everything, so the
+#: bounded job can end (Beam keeps them alive forever otherwise).
+SOURCE_IDLE_MS = 2000
+MAX_BUNDLE_SIZE = 10
+_COMPLETED = re.compile(r"Completed checkpoint (\d+) for job \w+ \((\d+) bytes, checkpointDuration=(\d+) ms")
+
+
+@dataclass
+class FlinkRunInfo:
+    """What the manifest records about a Flink run."""
+
+    flink_master: str
+    mode: str
+    run_dir: str
+    checkpoint_dir: str | None = None
+    resumed_from: str | None = None
+    job_server_peak_rss_bytes: int | None = None
+    #: This process: with LOOPBACK workers, the Python SDK harness runs here.
+    python_worker_peak_rss_bytes: int | None = None
+    checkpoints: list[dict] = field(default_factory=list)
+
+    def recorded(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "run_dir"}
+
+
+def check_master(master: str) -> str:
+    if master == LOCAL or re.fullmatch(r"[\w.-]+:\d{1,5}", master):
+        return master
+    raise UserError(f"--flink-master takes [local] or HOST:PORT of a JobManager's REST endpoint, got {master!r}")
+
+
+def newest_checkpoint(path: str) -> str | None:
+    """The newest complete checkpoint (a chk-N folder with _metadata) at or under ``path``."""
+    if os.path.exists(os.path.join(path, "_metadata")):
+        return path
+    found = glob.glob(os.path.join(path, "chk-*", "_metadata")) + glob.glob(os.path.join(path, "*", "chk-*", "_metadata"))
+    if not found:
+        return None
+    return os.path.dirname(max(found, key=lambda m: (os.path.getmtime(m), m)))
+
+
+def resume_point(path: str) -> str:
+    local = path[len("file://"):] if path.startswith("file://") else path
+    if "://" in local:  # a checkpoint on a cluster's shared storage: Flink checks it
+        return path
+    found = newest_checkpoint(os.path.abspath(local)) if os.path.isdir(local) else None
+    if not found:
+        raise UserError(f"--resume-from {path}: no completed checkpoint (chk-N/_metadata) there")
+    return found
+
+
+def _completed_checkpoints(log_path: str) -> list[dict]:
+    """Checkpoints the embedded cluster completed, from its log (it has no REST endpoint)."""
+    try:
+        with open(log_path, errors="replace") as fh:
+            return [{"id": int(m[1]), "bytes": int(m[2]), "duration_ms": int(m[3])}
+                    for m in _COMPLETED.finditer(fh.read())]
+    except OSError:
+        return []
+
+
+def _cluster_checkpoints(master: str, since_ms: int) -> list[dict]:
+    """Checkpoints of the Beam job this run submitted to a cluster, from its REST endpoint."""
+    try:
+        ours = [j for j in rest.jobs(master) if j["name"].startswith("BeamApp") and j["start-time"] >= since_ms]
+        if len(ours) != 1:
+            return []
+        history = rest.checkpoints(master, ours[0]["jid"])["history"]
+    except (rest.RestUnavailable, KeyError):
+        return []
+    return sorted(({"id": c["id"], "bytes": c.get("checkpointed_size", c.get("state_size")),
+                    "duration_ms": c["end_to_end_duration"]} for c in history if c["status"] == "COMPLETED"),
+                  key=lambda c: c["id"])
+
+
+def _pipeline_args(opts, endpoint: str, worker: str, checkpoint_root: str | None, resume: str | None) -> list[str]:
+    args = ["--runner=PortableRunner", f"--job_endpoint={endpoint}", "--environment_type=EXTERNAL",
+            f"--environment_config={worker}", f"--parallelism={opts.workers}"]
+    if opts.mode == "checkpointed":
+        args += ["--streaming", f"--checkpointing_interval={int(opts.checkpoint_interval * 1000)}",
+                 "--checkpointing_mode=EXACTLY_ONCE",
+                 # Without it, elements in flight at a checkpoint were dropped as late (PLATFORM.md).
+                 "--finish_bundle_before_checkpointing",
+                 f"--shutdown_sources_after_idle_ms={SOURCE_IDLE_MS}",
+                 "--externalized_checkpoints_enabled", "--retain_externalized_checkpoints_on_cancellation",
+                 # A flag whose Java default is true: naming it sets it to false (Beam's option
+                 # bridge), so a checkpoint that fails while tasks finish does not fail the import.
+                 "--fail_on_checkpointing_errors",
+                 # A checkpoint waits for every open bundle to finish, and a bundle of the read stage
+                 # holds whole files: bound it. 1 would bound it best but costs a round trip to the
+                 # Python worker per element in every stage (4x slower on the test corpus).
+                 f"--max_bundle_size={MAX_BUNDLE_SIZE}",
+                 # Barriers overtake the input files queued in front of the read stage; aligned,
+                 # a checkpoint waited until every file was read (all of them are emitted by one
+                 # element of Create). The price: see "Known limits" in the README.
+                 "--unaligned_checkpoint_enabled",
+                 "--state_backend=rocksdb", f"--state_backend_storage_path=file://{checkpoint_root}"]
+        if resume:
+            args.append(f"--savepoint_path={resume}")
+    return args
+
+
+@contextlib.contextmanager
+def flink_run(opts):
+    """Job server (with the embedded cluster for [local]) and Python worker for one import.
+
+    Yields (Beam pipeline arguments, FlinkRunInfo). A failure of the job comes
+    out as RunFailed naming the job server's log and, for checkpointed runs,
+    the checkpoint to resume from; input errors pass through unchanged.
+    """
+    run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    run_dir = os.path.join(FLINK_HOME, "runs", run_id)
+    info = FlinkRunInfo(flink_master=opts.flink_master, mode=opts.mode, run_dir=run_dir)
+    resume = resume_point(opts.resume_from) if opts.resume_from else None
+    checkpoint_root = None
+    settings = {"io.tmp.dirs": os.path.join(run_dir, "tmp")}
+    if opts.mode == "checkpointed":
+        checkpoint_root = os.path.join(os.path.abspath(opts.checkpoint_dir), run_id)
+        info.checkpoint_dir, info.resumed_from = checkpoint_root, resume
+        settings["state.checkpoints.dir"] = f"file://{checkpoint_root}"
+        if resume:  # [local] reads it from the configuration, a cluster from --savepoint_path
+            settings["execution.savepoint.path"] = resume
+    heap_flags = []
+    if opts.flink_master == LOCAL:
+        bound = config.memory_bytes(opts.taskmanager_memory or DEFAULT_TASKMANAGER_MEMORY)
+        settings.update(config.embedded_memory(bound))
+        heap_flags = config.embedded_heap_flags(bound)
+    conf_dir = config.write_conf_dir(os.path.join(run_dir, "conf"), settings)
+    log_path = os.path.join(run_dir, "job-server.log")
+    server = JobServer(opts.flink_master, conf_dir, log_path, heap_flags)
+    try:
+        with LoopbackWorkerPool() as worker:
+            server.start()
+            started_ms = int(time.time() * 1000)
+            try:
+                yield _pipeline_args(opts, server.endpoint, worker.address, checkpoint_root, resume), info
+            finally:
+                server.stop()
+                info.job_server_peak_rss_bytes = server.peak_rss
+                info.python_worker_peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+                info.checkpoints = (_completed_checkpoints(log_path) if opts.flink_master == LOCAL
+                                    else _cluster_checkpoints(opts.flink_master, started_ms))
+    except Exception as err:
+        if isinstance(err, (RunFailed, UserError)) or InputFileError.MARKER in str(err):
+            raise
+        hint = ""
+        if checkpoint_root and newest_checkpoint(checkpoint_root):
+            hint = f"; resume with --resume-from {newest_checkpoint(checkpoint_root)}"
+        raise RunFailed(f"the Flink job failed: {_first_line(err)} (job server log: {log_path}){hint}") from None
+    else:
+        if checkpoint_root:  # the dataset is complete: nothing to resume
+            shutil.rmtree(checkpoint_root, ignore_errors=True)
+    finally:
+        shutil.rmtree(os.path.join(run_dir, "artifacts"), ignore_errors=True)
+        shutil.rmtree(os.path.join(run_dir, "tmp"), ignore_errors=True)
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0][:300]

@@ -1,0 +1,188 @@
+"""Imports on real Apache Flink: the same dataset as the embedded runner, also across failures.
+
+Every process here listens on 127.0.0.1 only and is stopped by its pid: the
+job servers by the import that started them, the cluster's JobManager and
+TaskManagers by the fixtures (or killed by the tests on purpose).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+from conftest import import_ok
+from flink_runner import jvm, provision, rest
+from flink_runner.cluster import SessionCluster
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "runs", "status")
+
+
+@pytest.fixture(scope="session")
+def flink_provisioned():
+    """The job server classpath and the Flink distribution, built on first use (Maven, PyPI)."""
+    started = time.time()
+    provision.ensure_job_server()
+    provision.ensure_dist()
+    print(f"\nFlink provisioning took {time.time() - started:.1f} s")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """About 600,000 rows in ~450 files of 1- to 3-grams, with malformed rows (rejects must match too)."""
+    from corpus.synthetic import generate
+
+    out = tmp_path_factory.mktemp("flink-corpus")
+    generate(out, rows=600_000, seed=7, orders=(1, 2, 3), formats=("2012",), malformed=5)
+    return str(out / "2012")
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory):
+    """The embedded runner's dataset: what every Flink import must reproduce exactly."""
+    return content(import_ok(corpus, tmp_path_factory.mktemp("direct") / "out"))
+
+
+def content(dataset) -> dict:
+    """Everything a dataset says, in a canonical order: all Parquet rows sorted, the manifest's counts."""
+    def rows(folder, order):
+        return duckdb.sql(f"SELECT * FROM read_parquet('{dataset}/{folder}/**/*.parquet', hive_partitioning=false) "
+                          f"ORDER BY {order}").fetchall()
+
+    manifest = json.load(open(os.path.join(dataset, "_manifest.json")))
+    return {
+        "ngrams": rows("ngrams", "ngram"),
+        "vocabulary": rows("vocabulary", "id"),
+        "rejects": rows("rejects", "file, line"),
+        "inputs": [{k: s[k] for k in FILE_STAT_KEYS} for s in manifest["inputs"]],
+        "orders": manifest["orders"],
+        "rows_read": manifest["rows_read"],
+        "rows_rejected": manifest["rows_rejected"],
+    }
+
+
+def assert_same_dataset(dataset, reference):
+    ours = content(dataset)
+    for part in reference:
+        assert ours[part] == reference[part], f"{part} differs from the embedded runner's"
+    assert len(ours["ngrams"]) > 10_000 and len(ours["rejects"]) == 5
+
+
+def test_batch_and_checkpointed_flink_equal_the_embedded_runner(flink_provisioned, corpus, reference, tmp_path):
+    batch = import_ok(corpus, tmp_path / "batch", "--runner", "flink", "--workers", "2")
+    assert_same_dataset(batch, reference)
+
+    checkpointed = import_ok(corpus, tmp_path / "checkpointed", "--runner", "flink", "--mode", "checkpointed",
+                             "--checkpoint-interval", "1", "--checkpoint-dir", tmp_path / "checkpoints")
+    assert_same_dataset(checkpointed, reference)
+    flink = json.load(open(tmp_path / "checkpointed" / "_manifest.json"))["flink"]
+    assert flink["mode"] == "checkpointed" and flink["flink_master"] == "[local]"
+    assert len(flink["checkpoints"]) >= 2, "checkpoints must complete while the import runs"
+    assert 0 < flink["job_server_peak_rss_bytes"] < 2 * 2**30
+    assert not os.path.exists(flink["checkpoint_dir"]), "a complete import leaves no checkpoints behind"
+
+
+# --- faults on a standalone cluster ---------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster(flink_provisioned, tmp_path):
+    cluster = SessionCluster(tmp_path / "cluster")
+    cluster.up(taskmanagers=1, memory="2g", slots=2)
+    yield cluster
+    cluster.down()
+
+
+def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.Popen:
+    """A checkpointed import as its own process (as a user runs it), checkpointing every second."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "import", corpus, "--output", str(output), "--quiet",
+         "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
+         "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), *options],
+        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGTERM)  # the CLI stops its job server on SIGTERM
+        _, err = process.communicate(timeout=60)
+        pytest.fail(f"the import did not end within {timeout} s:\n{err}")
+    return process.returncode, err
+
+
+def running_job(cluster, process, timeout: float = 180) -> str:
+    """The id of the job the import submitted, once it runs."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert process.poll() is None, f"the import ended early: {process.communicate()[1]}"
+        running = [j["jid"] for j in rest.jobs(cluster.rest_address) if j["state"] == "RUNNING"]
+        if running:
+            return running[0]
+        time.sleep(0.5)
+    pytest.fail("no job started on the cluster")
+
+
+def wait_for_checkpoints(cluster, job: str, completed: int, timeout: float = 180) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        stats = rest.checkpoints(cluster.rest_address, job)
+        if stats["counts"]["completed"] >= completed:
+            return stats
+        time.sleep(0.2)
+    pytest.fail(f"fewer than {completed} checkpoints completed within {timeout} s")
+
+
+def kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    jvm.stop(pid)  # reaps it
+
+
+def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, reference, cluster, tmp_path):
+    process = start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints")
+    job = running_job(cluster, process)
+    before = wait_for_checkpoints(cluster, job, completed=1)
+    assert rest.jobs(cluster.rest_address)[0]["state"] == "RUNNING", "the kill must hit a running job"
+    (taskmanager,) = cluster.taskmanager_pids()
+    kill(taskmanager)
+    cluster.add_taskmanager()
+
+    code, err = finish(process)
+    assert code == 0, err
+    stats = rest.checkpoints(cluster.rest_address, job)
+    assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
+    print(f"\ncheckpoints before the kill: {before['counts']['completed']}, in all: {stats['counts']}")
+    assert_same_dataset(tmp_path / "out", reference)
+
+
+@pytest.mark.xfail(reason="a resubmitted Beam job cannot restore an unaligned checkpoint: Beam 2.62 gives the "
+                          "ToKeyedWorkItem operators no uid, their generated ids change between submissions, and "
+                          "Flink refuses their in-flight state (README: Known limits)", strict=False)
+def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, reference, cluster, tmp_path):
+    process = start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints")
+    job = running_job(cluster, process)
+    wait_for_checkpoints(cluster, job, completed=2)
+    for pid in cluster.taskmanager_pids() + [cluster.state()["jobmanager"]["pid"]]:
+        kill(pid)
+
+    code, err = finish(process)
+    assert code == 1, err
+    assert os.path.exists(tmp_path / "out" / "_INCOMPLETE")
+    resume_from = re.search(r"resume with --resume-from (\S+)", err).group(1)
+
+    cluster.up(taskmanagers=1, memory="2g", slots=2)  # a fresh JobManager and TaskManager
+    code, err = finish(start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints",
+                                    "--resume-from", resume_from))
+    assert code == 0, err
+    manifest = json.load(open(tmp_path / "out" / "_manifest.json"))
+    assert manifest["flink"]["resumed_from"] == resume_from
+    (job,) = [j["jid"] for j in rest.jobs(cluster.rest_address)]
+    assert rest.checkpoints(cluster.rest_address, job)["counts"]["restored"] == 1
+    assert_same_dataset(tmp_path / "out", reference)
