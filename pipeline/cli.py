@@ -12,7 +12,7 @@ import threading
 
 from corpus.cli import add_corpus_commands
 from corpus.cli import run as run_corpus_command
-from flink_runner.cli import add_flink_commands
+from pipeline.flink.cli import add_flink_commands
 from pipeline.errors import RunFailed, UserError
 from pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_TASKMANAGER_MEMORY, FLINK_MODES,
                               RUNNERS)

@@ -78,8 +78,8 @@ class ImportOptions:
             if changed:
                 raise UserError(f"{changed[0]} needs --runner flink")
             return
-        from flink_runner.config import memory_bytes
-        from flink_runner.session import LOCAL, check_master, resume_point
+        from pipeline.flink.config import memory_bytes
+        from pipeline.flink.session import LOCAL, check_master, resume_point
 
         check_master(self.flink_master)
         memory_bytes(self.taskmanager_memory or DEFAULT_TASKMANAGER_MEMORY)

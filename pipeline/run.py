@@ -53,7 +53,7 @@ def pipeline_options(opts) -> PipelineOptions:
 def _runner(opts: ImportOptions):
     """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
     if opts.runner == "flink":
-        from flink_runner.session import flink_run
+        from pipeline.flink.session import flink_run
 
         with flink_run(opts) as (args, info):
             yield args, info

@@ -17,8 +17,8 @@ import duckdb
 import pytest
 
 from conftest import import_ok
-from flink_runner import jvm, provision, rest
-from flink_runner.cluster import SessionCluster
+from pipeline.flink import jvm, provision, rest
+from pipeline.flink.cluster import SessionCluster
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "runs", "status")

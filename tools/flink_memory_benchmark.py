@@ -22,8 +22,8 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, PROJECT)
 
 from corpus.synthetic import generate  # noqa: E402
-from flink_runner import jvm, rest  # noqa: E402
-from flink_runner.cluster import SessionCluster  # noqa: E402
+from pipeline.flink import jvm, rest  # noqa: E402
+from pipeline.flink.cluster import SessionCluster  # noqa: E402
 
 
 def mib(n) -> str:

@@ -4,8 +4,8 @@ import argparse
 import json
 import sys
 
-from flink_runner import provision
-from flink_runner.cluster import DEFAULT_DIR, SessionCluster
+from pipeline.flink import provision
+from pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
 
 
 def _log(message: str) -> None:

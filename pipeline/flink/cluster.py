@@ -15,8 +15,8 @@ import shutil
 import subprocess
 import time
 
-from flink_runner import config, jvm, rest
-from flink_runner.provision import FLINK_HOME, ensure_dist
+from pipeline.flink import config, jvm, rest
+from pipeline.flink.provision import FLINK_HOME, ensure_dist
 from pipeline.errors import RunFailed, UserError
 
 DEFAULT_DIR = os.environ.get("NGRAMFLOW_FLINK_CLUSTER", os.path.join(FLINK_HOME, "cluster"))

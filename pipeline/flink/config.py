@@ -6,7 +6,7 @@ import shutil
 
 import yaml
 
-from flink_runner.provision import INFRA
+from pipeline.flink.provision import INFRA
 from pipeline.errors import UserError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)

@@ -24,7 +24,7 @@ import tempfile
 
 from pipeline.errors import RunFailed, UserError
 
-PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INFRA = os.path.join(PROJECT, "infra", "flink")
 FLINK_HOME = os.environ.get("NGRAMFLOW_FLINK_HOME", os.path.join(PROJECT, ".cache", "flink"))
 #: The session cluster's Flink; any 1.19.x runs jobs of the runner's 1.19.0 client.

@@ -9,7 +9,7 @@ import time
 
 import yaml
 
-from flink_runner.provision import INFRA
+from pipeline.flink.provision import INFRA
 from pipeline.errors import RunFailed, UserError
 
 

@@ -15,9 +15,9 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from flink_runner import config, rest
-from flink_runner.job_server import JobServer, LoopbackWorkerPool
-from flink_runner.provision import FLINK_HOME
+from pipeline.flink import config, rest
+from pipeline.flink.job_server import JobServer, LoopbackWorkerPool
+from pipeline.flink.provision import FLINK_HOME
 from pipeline.errors import RunFailed, UserError
 from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 from transforms.read import InputFileError
