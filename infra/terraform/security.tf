@@ -1,0 +1,67 @@
+# One security group for every node. Inside it: Flink's fixed ports (see local.ports in flink.tf)
+# and its REST port. From outside: nothing, except the REST port from operator_cidrs when given.
+# SSH is never opened (operators use SSM Session Manager), and the Beam worker pool port is
+# reached only over localhost by the TaskManager beside it.
+
+locals {
+  flink_port_range = {
+    from = min(values(local.flink_ports)...)
+    to   = max(values(local.flink_ports)...)
+  }
+
+  ingress_rules = merge(
+    {
+      flink = {
+        from        = local.flink_port_range.from, to = local.flink_port_range.to, cidr = null
+        description = "Flink RPC, blob, data and metrics ports between cluster nodes"
+      }
+      rest = {
+        from        = local.rest_port, to = local.rest_port, cidr = null
+        description = "Flink REST API from cluster nodes (job submission from the JobManager node)"
+      }
+    },
+    {
+      for cidr in var.operator_cidrs : "operator-${cidr}" => {
+        from        = local.rest_port, to = local.rest_port, cidr = cidr
+        description = "Flink REST API and web UI from an operator network"
+      }
+    },
+  )
+}
+
+resource "aws_security_group" "cluster" {
+  name        = "${var.name}-cluster"
+  description = "ngramflow Flink cluster: Flink ports between nodes, HTTPS out"
+  vpc_id      = local.vpc_id
+  tags        = merge(var.tags, { Name = "${var.name}-cluster" })
+}
+
+resource "aws_vpc_security_group_ingress_rule" "cluster" {
+  for_each                     = local.ingress_rules
+  security_group_id            = aws_security_group.cluster.id
+  description                  = each.value.description
+  ip_protocol                  = "tcp"
+  from_port                    = each.value.from
+  to_port                      = each.value.to
+  cidr_ipv4                    = each.value.cidr
+  referenced_security_group_id = each.value.cidr == null ? aws_security_group.cluster.id : null
+}
+
+resource "aws_vpc_security_group_egress_rule" "within_cluster" {
+  for_each                     = { flink = local.flink_port_range, rest = { from = local.rest_port, to = local.rest_port } }
+  security_group_id            = aws_security_group.cluster.id
+  description                  = "Flink ports to other cluster nodes"
+  ip_protocol                  = "tcp"
+  from_port                    = each.value.from
+  to_port                      = each.value.to
+  referenced_security_group_id = aws_security_group.cluster.id
+}
+
+resource "aws_vpc_security_group_egress_rule" "https" {
+  security_group_id = aws_security_group.cluster.id
+  description       = "HTTPS: packages, PyPI, Maven Central, the Apache archive, Google's corpus, SSM and S3"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
+}
