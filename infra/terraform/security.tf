@@ -12,17 +12,23 @@ locals {
   ingress_rules = merge(
     {
       flink = {
-        from        = local.flink_port_range.from, to = local.flink_port_range.to, cidr = null
+        from        = local.flink_port_range.from
+        to          = local.flink_port_range.to
+        cidr        = null
         description = "Flink RPC, blob, data and metrics ports between cluster nodes"
       }
       rest = {
-        from        = local.rest_port, to = local.rest_port, cidr = null
+        from        = local.rest_port
+        to          = local.rest_port
+        cidr        = null
         description = "Flink REST API from cluster nodes (job submission from the JobManager node)"
       }
     },
     {
       for cidr in var.operator_cidrs : "operator-${cidr}" => {
-        from        = local.rest_port, to = local.rest_port, cidr = cidr
+        from        = local.rest_port
+        to          = local.rest_port
+        cidr        = cidr
         description = "Flink REST API and web UI from an operator network"
       }
     },
