@@ -6,13 +6,30 @@ locals {
   create_vpc = var.subnet_id == null
   subnet_id  = local.create_vpc ? aws_subnet.private[0].id : var.subnet_id
   vpc_id     = local.create_vpc ? aws_vpc.this[0].id : data.aws_subnet.given[0].vpc_id
-  zone       = coalesce(var.availability_zone, data.aws_availability_zones.available.names[0])
+  zone       = local.create_vpc ? coalesce(var.availability_zone, sort(local.zones_with_both_types)[0]) : data.aws_subnet.given[0].availability_zone
+  # Not every zone offers every instance type (NVMe types especially).
+  zones_with_both_types = setintersection(
+    data.aws_ec2_instance_type_offerings.jobmanager.locations,
+    data.aws_ec2_instance_type_offerings.taskmanager.locations,
+  )
 }
 
 data "aws_region" "current" {}
 
-data "aws_availability_zones" "available" {
-  state = "available"
+data "aws_ec2_instance_type_offerings" "jobmanager" {
+  location_type = "availability-zone"
+  filter {
+    name   = "instance-type"
+    values = [var.jobmanager_instance_type]
+  }
+}
+
+data "aws_ec2_instance_type_offerings" "taskmanager" {
+  location_type = "availability-zone"
+  filter {
+    name   = "instance-type"
+    values = [var.taskmanager_instance_type]
+  }
 }
 
 data "aws_subnet" "given" {

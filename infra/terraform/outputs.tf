@@ -8,7 +8,7 @@ locals {
   # with one Python process per slot.
   submit_command = join(" ", [
     "ngramflow import s3://${aws_s3_bucket.run.bucket}/${local.prefixes.corpus}",
-    "--output s3://${aws_s3_bucket.run.bucket}/${local.prefixes.outputs}ngrams",
+    "--output s3://${aws_s3_bucket.run.bucket}/${local.prefixes.outputs}run-1",
     "--runner flink --flink-master ${local.flink_master} --mode batch --workers ${local.parallelism}",
     "-- --environment_type=EXTERNAL --environment_config=localhost:${local.worker_pool_port}",
     "--sdk_worker_parallelism=${var.taskmanager_slots}",
@@ -51,7 +51,7 @@ output "parallelism" {
 }
 
 output "submit_command" {
-  description = "An import of everything under corpus/ in the bucket into outputs/ngrams, to run on the JobManager node as user flink (see the README's \"Run on AWS\")."
+  description = "An import of everything under corpus/ in the bucket into outputs/run-1, to run on the JobManager node as user flink (see the README's \"Run on AWS\")."
   value       = local.submit_command
 }
 

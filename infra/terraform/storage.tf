@@ -109,8 +109,6 @@ resource "aws_s3_bucket_policy" "run" {
 }
 
 resource "aws_s3_object" "ngramflow_source" {
-  # checkov:skip=CKV_AWS_186: encrypted by the bucket's default SSE-KMS; a customer-managed key would put
-  # a KMS key into the node policy, which names only the bucket.
   bucket      = aws_s3_bucket.run.id
   key         = "${local.prefixes.software}ngramflow-src.tar.gz"
   source      = var.ngramflow_source

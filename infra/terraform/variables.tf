@@ -37,7 +37,7 @@ variable "vpc_cidr" {
 }
 
 variable "availability_zone" {
-  description = "Zone of the created subnets (null: the region's first). The whole cluster shares one zone: Flink shuffles between TaskManagers, and cross-zone traffic is billed."
+  description = "Zone of the created subnets (null: the first, alphabetically, that offers both instance types). The whole cluster shares one zone: Flink shuffles between TaskManagers, and cross-zone traffic is billed."
   type        = string
   default     = null
 }

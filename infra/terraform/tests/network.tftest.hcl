@@ -22,7 +22,7 @@ run "a_minimal_private_network_is_created_by_default" {
   }
   assert {
     condition     = aws_subnet.private[0].map_public_ip_on_launch == false && aws_subnet.private[0].availability_zone == "eu-west-1a"
-    error_message = "the private subnet gives no public addresses and sits in the first zone"
+    error_message = "the private subnet gives no public addresses and sits in the first zone offering both instance types"
   }
   assert {
     condition     = aws_vpc_endpoint.s3[0].vpc_endpoint_type == "Gateway" && aws_vpc_endpoint.s3[0].route_table_ids == toset([aws_route_table.private[0].id])
@@ -51,4 +51,24 @@ run "an_existing_subnet_is_used_as_given" {
     condition     = aws_security_group.cluster.vpc_id == "vpc-0existing0000000"
     error_message = "the security group belongs to the given subnet's VPC"
   }
+}
+
+run "a_zone_without_the_instance_types_is_refused" {
+  command = plan
+  variables {
+    availability_zone = "eu-west-1z"
+  }
+  expect_failures = [aws_launch_template.taskmanager]
+}
+
+run "a_given_subnet_must_be_in_a_zone_with_the_instance_types" {
+  command = plan
+  variables {
+    subnet_id = "subnet-0existing0000000"
+  }
+  override_data {
+    target = data.aws_subnet.given[0]
+    values = { vpc_id = "vpc-0existing0000000", availability_zone = "eu-west-1z" }
+  }
+  expect_failures = [aws_launch_template.taskmanager]
 }

@@ -180,7 +180,7 @@ run "outputs_name_the_jobmanager_the_bucket_and_the_run" {
   assert {
     condition = output.submit_command == join(" ", [
       "ngramflow import s3://ngramflow-20261122-test/corpus/",
-      "--output s3://ngramflow-20261122-test/outputs/ngrams",
+      "--output s3://ngramflow-20261122-test/outputs/run-1",
       "--runner flink --flink-master 10.42.16.10:8081 --mode batch --workers 12",
       "-- --environment_type=EXTERNAL --environment_config=localhost:50000 --sdk_worker_parallelism=4",
     ])

@@ -9,8 +9,9 @@ mock_data "aws_partition" {
   defaults = { partition = "aws" }
 }
 
-mock_data "aws_availability_zones" {
-  defaults = { names = ["eu-west-1a", "eu-west-1b", "eu-west-1c"] }
+# Zones offering the instance types; the created subnet takes the first.
+mock_data "aws_ec2_instance_type_offerings" {
+  defaults = { locations = ["eu-west-1c", "eu-west-1a", "eu-west-1b"] }
 }
 
 mock_data "aws_ssm_parameter" {
