@@ -132,15 +132,16 @@ variable "taskmanager_managed_memory_mb" {
   type        = number
   default     = 4096
 
-  # Flink's own split of the process bound (defaults of Flink 1.19, jvm-overhead.fraction 0.1 as in
-  # infra/flink/config.yaml): JVM overhead 10% (192 MiB-1 GiB), metaspace 256 MiB, framework heap and
-  # off-heap 128 MiB each, network 10% of the rest (64 MiB-1 GiB). Whatever remains after managed
-  # memory is task heap; below 1 GiB the TaskManager would start but starve Beam's operators.
+  # Flink 1.19's own split of the process bound, with infra/flink/config.yaml's jvm-overhead.fraction
+  # of 0.1: JVM overhead 10% (192 MiB-1 GiB), metaspace 256 MiB, framework heap and off-heap
+  # 128 MiB each, network 10% of the rest (no upper bound; its 64 MiB floor never binds above the
+  # 2 GiB minimum bound). What remains after
+  # managed memory is task heap; below 1 GiB the TaskManager starts but starves Beam's operators.
+  # (Checked against Flink 1.19.3's BashJavaUtils, which computes the same task heap.)
   validation {
     condition = var.taskmanager_managed_memory_mb > 0 && (
-      (var.taskmanager_memory_mb - min(max(var.taskmanager_memory_mb * 0.1, 192), 1024) - 256)
+      (var.taskmanager_memory_mb - min(max(var.taskmanager_memory_mb * 0.1, 192), 1024) - 256) * 0.9
       -256
-      -min(max((var.taskmanager_memory_mb - min(max(var.taskmanager_memory_mb * 0.1, 192), 1024) - 256) * 0.1, 64), 1024)
       -var.taskmanager_managed_memory_mb
     ) >= 1024
     error_message = "taskmanager_managed_memory_mb must be positive and leave at least 1 GiB of task heap inside taskmanager_memory_mb after Flink's JVM overhead, metaspace, framework and network memory."

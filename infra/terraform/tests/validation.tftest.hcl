@@ -49,6 +49,29 @@ run "managed_memory_past_the_task_heap_floor_is_refused" {
   expect_failures = [var.taskmanager_managed_memory_mb]
 }
 
+# 40960 MiB: 40960 - 1024 (overhead, capped) - 256 = 39680; network takes 3968 (Flink 1.19 does
+# not cap it at 1 GiB), framework 256, so 34432 MiB managed keeps 1024 of task heap.
+run "large_bounds_leave_network_memory_uncapped" {
+  command = plan
+  variables {
+    taskmanager_memory_mb         = 40960
+    taskmanager_managed_memory_mb = 34432
+  }
+  override_data {
+    target = data.aws_ec2_instance_type.taskmanager
+    values = { instance_storage_supported = true, memory_size = 131072, supported_architectures = ["x86_64"] }
+  }
+}
+
+run "large_bounds_refuse_managed_memory_past_the_floor" {
+  command = plan
+  variables {
+    taskmanager_memory_mb         = 40960
+    taskmanager_managed_memory_mb = 34433
+  }
+  expect_failures = [var.taskmanager_managed_memory_mb]
+}
+
 run "the_source_archive_must_exist" {
   command = plan
   variables {
