@@ -24,7 +24,7 @@ module "cluster" {
   # r6id.4xlarge: 16 vCPU, 128 GiB, 1 x 950 GB NVMe. 40 GiB TaskManager (16 GiB managed for
   # sort buffers) + 16 x 5 GiB Python workers (each merges whole aggregation shards) + 2 GiB OS
   # = 122 GiB of 128.
-  taskmanager_count             = 8
+  taskmanager_count             = var.taskmanager_count
   taskmanager_instance_type     = "r6id.4xlarge"
   taskmanager_slots             = 16
   taskmanager_memory_mb         = 40960

@@ -4,6 +4,12 @@ variable "region" {
   default     = "us-east-1"
 }
 
+variable "taskmanager_count" {
+  description = "TaskManagers: 8 for the run; 1 while the corpus is staged into the bucket (the sizing in README.md assumes 8)."
+  type        = number
+  default     = 8
+}
+
 variable "ngramflow_source" {
   description = "The ngramflow source archive the nodes install; make it at the repository root with: git archive --format=tar.gz -o .cache/aws/ngramflow-src.tar.gz HEAD"
   type        = string

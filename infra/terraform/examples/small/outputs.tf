@@ -22,3 +22,8 @@ output "jobmanager_private_ip" {
   description = "Private address of the JobManager."
   value       = module.cluster.jobmanager_private_ip
 }
+
+output "region" {
+  description = "Region of the cluster and the bucket."
+  value       = module.cluster.region
+}
