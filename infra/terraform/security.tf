@@ -1,7 +1,8 @@
-# One security group for every node. Inside it: Flink's fixed ports (see local.ports in flink.tf)
+# One security group for every node. Inside it: Flink's fixed ports (local.flink_ports in flink.tf)
 # and its REST port. From outside: nothing, except the REST port from operator_cidrs when given.
-# SSH is never opened (operators use SSM Session Manager), and the Beam worker pool port is
-# reached only over localhost by the TaskManager beside it.
+# SSH is never opened (operators use SSM Session Manager). Beam's worker pool listens on every
+# interface, but only the TaskManager beside it, over localhost, has any business there: no rule
+# names its port.
 
 locals {
   flink_port_range = {
