@@ -7,7 +7,8 @@ locals {
   os_reserve_mb = 2048
   # The JobManager node also runs the Beam job server JVM and `ngramflow import` itself.
   submitter_reserve_mb = 4096
-  taskmanager_root_gb  = 30
+  # Java, Flink and the Python venv take a few GB; a TaskManager's data lives on NVMe.
+  taskmanager_root_gb = 30
 
   node_metadata_options = {
     http_endpoint               = "enabled"
@@ -125,8 +126,8 @@ resource "aws_launch_template" "taskmanager" {
 
   lifecycle {
     precondition {
-      condition     = contains(local.zones_with_both_types, local.zone)
-      error_message = "Zone ${local.zone} does not offer both ${var.jobmanager_instance_type} and ${var.taskmanager_instance_type}; zones that do: ${join(", ", sort(local.zones_with_both_types))}."
+      condition     = contains(local.zones_with_both_types, coalesce(local.zone, "none"))
+      error_message = "The cluster's zone (${coalesce(local.zone, "none found")}) must offer both ${var.jobmanager_instance_type} and ${var.taskmanager_instance_type}; zones that do: [${join(", ", sort(local.zones_with_both_types))}]."
     }
     precondition {
       condition     = data.aws_ec2_instance_type.taskmanager.instance_storage_supported

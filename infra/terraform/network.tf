@@ -6,8 +6,12 @@ locals {
   create_vpc = var.subnet_id == null
   subnet_id  = local.create_vpc ? aws_subnet.private[0].id : var.subnet_id
   vpc_id     = local.create_vpc ? aws_vpc.this[0].id : data.aws_subnet.given[0].vpc_id
-  zone       = local.create_vpc ? coalesce(var.availability_zone, sort(local.zones_with_both_types)[0]) : data.aws_subnet.given[0].availability_zone
-  # Not every zone offers every instance type (NVMe types especially).
+  # Not every zone offers every instance type (NVMe types especially). With no zone offering
+  # both, the launch templates' precondition explains; a null zone only gets the plan that far.
+  zone = (
+    !local.create_vpc ? data.aws_subnet.given[0].availability_zone :
+    var.availability_zone != null ? var.availability_zone : try(sort(local.zones_with_both_types)[0], null)
+  )
   zones_with_both_types = setintersection(
     data.aws_ec2_instance_type_offerings.jobmanager.locations,
     data.aws_ec2_instance_type_offerings.taskmanager.locations,

@@ -61,6 +61,15 @@ run "a_zone_without_the_instance_types_is_refused" {
   expect_failures = [aws_launch_template.taskmanager]
 }
 
+run "a_region_without_a_zone_for_both_types_is_refused" {
+  command = plan
+  override_data {
+    target = data.aws_ec2_instance_type_offerings.taskmanager
+    values = { locations = [] }
+  }
+  expect_failures = [aws_launch_template.taskmanager]
+}
+
 run "a_given_subnet_must_be_in_a_zone_with_the_instance_types" {
   command = plan
   variables {
