@@ -14,9 +14,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import UserError
+from schemas import INCOMPLETE, MANIFEST
 
-MANIFEST = "_manifest.json"
-INCOMPLETE = "_INCOMPLETE"
 # Everything a run writes; only these are ever deleted.
 OWNED = ("ngrams", "vocabulary", "rejects", "mkn", "totalcounts.parquet", "_work", MANIFEST, INCOMPLETE)
 

@@ -18,6 +18,10 @@ import pyarrow as pa
 #: Bumped whenever a column is added, removed or changes meaning.
 SCHEMA_VERSION = 1
 
+#: The completion marker (written last) and the marker of a run that has not completed, in the
+#: dataset directory and, for the MKN stage, in mkn/.
+MANIFEST, INCOMPLETE = "_manifest.json", "_INCOMPLETE"
+
 #: Years a row may carry; anything outside is rejected as malformed.
 YEAR_MIN = 1400
 YEAR_MAX = 2100
