@@ -16,6 +16,7 @@ from pipeline.flink.cli import add_flink_commands
 from pipeline.errors import RunFailed, UserError
 from pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_TASKMANAGER_MEMORY, FLINK_MODES,
                               RUNNERS)
+from pipeline.query import add_query_command
 from transforms.formats import FORMATS
 
 EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_flink_commands(sub)
     _add_sample_corpus(sub)
     _add_mkn(sub)
+    add_query_command(sub)
     return parser
 
 

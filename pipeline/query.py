@@ -1,0 +1,234 @@
+"""``ngramflow query DATASET SUBCOMMAND``: look-ups, series, continuations, model scores and SQL.
+
+Every subcommand opens the dataset read-only through DuckDB, in this process
+(pipeline/dataset.py registers the views). Results go to standard output as an
+aligned table, CSV or JSON; notes about the answer (an order the dataset does
+not have, a chart written) go to standard error.
+"""
+
+import argparse
+import functools
+import os
+import sys
+
+from pipeline.errors import RunFailed, UserError
+from pipeline.result_format import FORMATS, write_result
+from schemas import MAX_ORDER
+
+
+def _duckdb_message(err: Exception) -> str:
+    """DuckDB's message without the excerpt of the query it appends after a blank line."""
+    return " ".join(str(err).split("\n\n")[0].split())
+
+
+def _note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
+
+
+def _reading(handler):
+    """Report DuckDB's failures to read the dataset (damaged files) as one line."""
+
+    @functools.wraps(handler)
+    def run(args):
+        import duckdb
+
+        try:
+            return handler(args)
+        except duckdb.Error as err:
+            raise RunFailed(f"could not read {args.dataset}: {_duckdb_message(err)}") from None
+
+    return run
+
+
+def _open(args):
+    from pipeline.dataset import Dataset
+
+    return Dataset(args.dataset)
+
+
+def _ngrams(ds, typed: list[str]):
+    """The n-grams to look up, each once, with a note for any order the dataset lacks."""
+    from pipeline.lookups import parse_ngram
+
+    ngrams = list({ng.text: ng for ng in (parse_ngram(t, ds.lowercase) for t in typed)}.values())
+    for order in sorted({ng.order for ng in ngrams} - set(ds.orders)):
+        _note(f"{ds.path} has no {order}-grams (its orders: {', '.join(map(str, ds.orders))}), "
+              f"so every {order}-gram counts 0")
+    return ngrams
+
+
+@_reading
+def _count(args) -> int:
+    from pipeline.lookups import COUNT_COLUMNS, count
+
+    ds = _open(args)
+    ngrams = _ngrams(ds, args.ngrams)
+    con = ds.connect()
+    rows = [count(con, ng, args.ignore_case, ds.keep_years) for ng in ngrams]
+    write_result(COUNT_COLUMNS + (["variants"] if args.ignore_case else []), rows, args.format)
+    return 0
+
+
+@_reading
+def _series(args) -> int:
+    from pipeline import series_plot, year_series
+    from pipeline.lookups import year_totals, yearly_counts
+
+    if args.smooth < 0:
+        raise UserError(f"--smooth is a number of years on each side, 0 or more; got {args.smooth}")
+    if args.plot:
+        series_plot.check_target(args.plot)
+    ds = _open(args)
+    ds.require_years()
+    if args.normalize:
+        ds.require_totalcounts()
+    ngrams = _ngrams(ds, args.ngrams)
+    con = ds.connect()
+    counts = [yearly_counts(con, ng, args.ignore_case) for ng in ngrams]
+    years = year_series.year_span(counts)
+    columns = [year_series.values(c, years) for c in counts]
+    if args.normalize:
+        totals = year_totals(con)
+        columns = [year_series.normalised(c, years, totals) for c in columns]
+    columns = [year_series.smoothed(c, args.smooth) for c in columns]
+    labels = [ng.text for ng in ngrams]
+    write_result(["year"] + labels, zip(years, *columns), args.format)
+    if not years:
+        _note(f"none of these n-grams occurs in {ds.path}" + ("; no chart written" if args.plot else ""))
+    elif args.plot:
+        series_plot.plot(args.plot, years, dict(zip(labels, columns)), args.normalize, args.smooth)
+        _note(f"chart written to {args.plot}")
+    return 0
+
+
+@_reading
+def _next(args) -> int:
+    from pipeline.lookups import continuations, parse_ngram
+
+    if args.top < 1:
+        raise UserError(f"--top must be at least 1, got {args.top}")
+    ds = _open(args)
+    prefix = parse_ngram(" ".join(args.prefix), ds.lowercase)
+    if prefix.order >= MAX_ORDER:
+        raise UserError(f"a prefix has at most {MAX_ORDER - 1} tokens: n-grams have at most {MAX_ORDER}")
+    rows = continuations(ds.connect(), prefix, args.top)
+    write_result(["next", "match_count", "share"], rows, args.format)
+    if prefix.order + 1 not in ds.orders:
+        _note(f"{ds.path} has no {prefix.order + 1}-grams (its orders: {', '.join(map(str, ds.orders))}), "
+              "so no continuations")
+    elif not rows:
+        _note(f"no {prefix.order + 1}-gram of {ds.path} starts with '{prefix.text}'")
+    return 0
+
+
+@_reading
+def _score(args) -> int:
+    from pipeline.lm_score import score
+
+    ds = _open(args)
+    order = ds.require_model()
+    results = score(ds.connect(), order, args.sentences, ds.lowercase)
+    summary = (["sentence", "words", "oov", "log10_prob", "perplexity"],
+               [(r.sentence, len(r.words) - 1, r.oov, r.log10_prob, r.perplexity) for r in results])
+    if not args.verbose:
+        write_result(*summary, args.format)
+        return 0
+    write_result(["#", "word", "token", "ngram", "log10_prob"],
+                 [(i, w.word, w.token, w.ngram, w.log10_prob) for i, r in enumerate(results, 1) for w in r.words],
+                 args.format)
+    if args.format == "table":
+        print()
+        write_result(["#"] + summary[0], [(i, *row) for i, row in enumerate(summary[1], 1)], "table")
+    return 0
+
+
+def _sql(args) -> int:
+    import duckdb
+
+    con = _open(args).connect()
+    try:
+        cursor = con.execute(args.query)
+        columns = None if cursor.description is None else [d[0] for d in cursor.description]
+        if columns is not None:
+            write_result(columns, (row for batch in iter(lambda: cursor.fetchmany(10_000), []) for row in batch),
+                         args.format)
+    except duckdb.Error as err:
+        raise UserError(f"SQL: {_duckdb_message(err)}") from None
+    return 0
+
+
+def _with_format(parser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="an aligned table, CSV with a header line, or a JSON array of objects")
+
+
+def _quiet_broken_pipe(handler):
+    """``ngramflow query ... | head`` closes the pipe early; that is not an error."""
+
+    @functools.wraps(handler)
+    def run(args):
+        try:
+            return handler(args)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+
+    return run
+
+
+def _subcommand(commands, name: str, handler, help: str, description: str | None = None):
+    parser = commands.add_parser(name, help=help, description=description or help[0].upper() + help[1:] + ".",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.set_defaults(handler=_quiet_broken_pipe(handler))
+    return parser
+
+
+def add_query_command(sub) -> None:
+    p = sub.add_parser(
+        "query",
+        help="look up n-grams, series, continuations and model scores in a dataset, or run SQL over it",
+        description="Query a complete dataset in this process with DuckDB. SQL sees the views ngrams, "
+                    "vocabulary, rejects, totalcounts (when the import had per-year totals) and mkn_ngrams, "
+                    "mkn_contexts, mkn_discounts (when the dataset has an MKN model).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("dataset", metavar="DATASET", help="a dataset directory written by 'ngramflow import'")
+    q = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+    ignore_case = "sum the n-gram's case variants (scans the order's files instead of a point look-up)"
+
+    c = _subcommand(q, "count", _count, "total counts and first/last year of n-grams (0 when absent)")
+    c.add_argument("ngrams", nargs="+", metavar="NGRAM", help="an n-gram, its tokens separated by spaces")
+    c.add_argument("--ignore-case", action="store_true", help=ignore_case)
+    _with_format(c)
+
+    s = _subcommand(q, "series", _series, "per-year counts of n-grams, optionally normalised, smoothed and plotted",
+                    "Per-year match counts, every year from the first to the last in which any of the "
+                    "n-grams occurs (needs an import with --keep-years).")
+    s.add_argument("ngrams", nargs="+", metavar="NGRAM", help="an n-gram, its tokens separated by spaces")
+    s.add_argument("--normalize", action="store_true",
+                   help="divide by the year's total match count from totalcounts, as the Ngram Viewer does")
+    s.add_argument("--smooth", type=int, default=0, metavar="K",
+                   help="the mean of each year and the K years either side, as the Ngram Viewer's smoothing")
+    s.add_argument("--ignore-case", action="store_true", help=ignore_case)
+    s.add_argument("--plot", metavar="FILE.png", help="also draw the series as a chart in this PNG file")
+    _with_format(s)
+
+    n = _subcommand(q, "next", _next, "the most frequent continuations of a prefix, with counts and shares",
+                    "The tokens that follow PREFIX in the n-grams one order longer, by match count, "
+                    "with each one's share of all of PREFIX's continuations.")
+    n.add_argument("prefix", nargs="+", metavar="PREFIX", help="one to four tokens")
+    n.add_argument("--top", type=int, default=10, metavar="K", help="show the K most frequent")
+    _with_format(n)
+
+    m = _subcommand(q, "score", _score, "log10 probability and perplexity of sentences under the MKN model",
+                    "Score sentences (tokens separated by spaces, as in the corpus) under the dataset's "
+                    "MKN model, padded _START_ ... _END_ as it was estimated; words the model does not "
+                    "know are scored as <unk>.")
+    m.add_argument("sentences", nargs="+", metavar="SENTENCE")
+    m.add_argument("--verbose", action="store_true",
+                   help="one row per word: the model's token, the n-gram it matched and its log10 probability")
+    _with_format(m)
+
+    sql = _subcommand(q, "sql", _sql, "run SQL over the dataset's views")
+    sql.add_argument("query", metavar="SQL", help="e.g. \"SELECT * FROM ngrams WHERE \\\"order\\\" = 2 LIMIT 5\"")
+    _with_format(sql)
