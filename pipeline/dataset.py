@@ -4,7 +4,7 @@ Views (see schemas/ for their columns): ``ngrams``, ``vocabulary``, ``rejects``,
 ``totalcounts`` when the import had per-year totals, and ``mkn_ngrams``,
 ``mkn_contexts``, ``mkn_discounts`` when it has a complete MKN model. The
 partitioned outputs are read with their ``order=N`` folders as a column, so a
-filter on ``"order"`` opens only that order's files.
+filter on ``"order"`` scans only that order's files.
 
 Only local directories are read. Nothing here imports Beam: a query's process
 starts in a fraction of a second.
@@ -99,26 +99,46 @@ class Dataset:
                             f"'ngramflow mkn {self.path} --order N --overwrite'")
         return self.model_order
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection with a view per output of the dataset."""
+    def ngrams_of_order(self, order: int) -> str | None:
+        """The n-grams of one order as a table expression that reads only ngrams/order=N/ (None: no such order)."""
+        if order not in self.orders:
+            return None
+        return f"read_parquet({_sql_string(self.file('ngrams', f'order={order}', '*.parquet'))})"
+
+    def _outputs(self) -> dict[str, tuple[str, pa.Schema, bool]]:
+        """View name -> (its files, its schema, whether it is partitioned in order=N folders)."""
+        outputs = {
+            "ngrams": ("ngrams/*/*.parquet", schemas.ngrams_schema(self.keep_years), True),
+            "vocabulary": ("vocabulary/*.parquet", schemas.VOCABULARY, False),
+            "rejects": ("rejects/*.parquet", schemas.REJECTS, False),
+        }
+        if self.has_totalcounts:
+            outputs["totalcounts"] = ("totalcounts.parquet", schemas.TOTALCOUNTS, False)
+        if self.model_order is not None:
+            outputs["mkn_ngrams"] = ("mkn/ngrams/*/*.parquet", schemas.MKN_NGRAMS, True)
+            outputs["mkn_contexts"] = ("mkn/contexts/*/*.parquet", schemas.MKN_CONTEXTS, True)
+            outputs["mkn_discounts"] = ("mkn/discounts.parquet", schemas.MKN_DISCOUNTS, False)
+        return outputs
+
+    def table(self, name: str) -> str:
+        """An output (a view name) as a table expression; a filter on "order" skips the other orders' files."""
+        pattern, _, partitioned = self._outputs()[name]
+        options = ", hive_partitioning = true, hive_types = {'order': 'TINYINT'}" if partitioned else ""
+        return f"read_parquet({_sql_string(self.file(pattern))}{options})"
+
+    def connect(self, views: bool = False) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection, with a view per output of the dataset if asked.
+
+        Creating a view reads a footer of its files (DuckDB learns the columns), so
+        look-ups that read one order go without views.
+        """
         con = duckdb.connect()
         # A query may look up several n-grams in the same files; read each footer once.
         con.execute("SET parquet_metadata_cache = true")
-        self._view(con, "ngrams", "ngrams/*/*.parquet", schemas.ngrams_schema(self.keep_years), partitioned=True)
-        self._view(con, "vocabulary", "vocabulary/*.parquet", schemas.VOCABULARY)
-        self._view(con, "rejects", "rejects/*.parquet", schemas.REJECTS)
-        if self.has_totalcounts:
-            self._view(con, "totalcounts", "totalcounts.parquet", schemas.TOTALCOUNTS)
-        if self.model_order is not None:
-            self._view(con, "mkn_ngrams", "mkn/ngrams/*/*.parquet", schemas.MKN_NGRAMS, partitioned=True)
-            self._view(con, "mkn_contexts", "mkn/contexts/*/*.parquet", schemas.MKN_CONTEXTS, partitioned=True)
-            self._view(con, "mkn_discounts", "mkn/discounts.parquet", schemas.MKN_DISCOUNTS)
+        for name, (pattern, schema, _) in (self._outputs() if views else {}).items():
+            if next(glob.iglob(glob.escape(self.path) + "/" + pattern), None) is None:
+                # An output with no rows may have no files: an empty table keeps queries over it valid.
+                con.register(name, schema.empty_table())
+            else:
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM {self.table(name)}")
         return con
-
-    def _view(self, con, name: str, pattern: str, schema: pa.Schema, partitioned: bool = False) -> None:
-        if next(glob.iglob(glob.escape(self.path) + "/" + pattern), None) is None:
-            # An output with no rows may have no files: an empty table keeps queries over it valid.
-            con.register(name, schema.empty_table())
-            return
-        options = ", hive_partitioning = true, hive_types = {'order': 'TINYINT'}" if partitioned else ""
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_sql_string(self.file(pattern))}{options})")

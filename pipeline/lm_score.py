@@ -87,16 +87,17 @@ class BackoffModel:
         return SentenceScore(sentence, scores)
 
 
-def score(con, order: int, sentences: list[str], lowercase: bool) -> list[SentenceScore]:
-    """Score sentences, reading from mkn_ngrams only the entries they can use (one pass per query)."""
+def score(con, model: str, order: int, sentences: list[str], lowercase: bool) -> list[SentenceScore]:
+    """Score sentences, reading from the model's n-grams (``model``, a table expression) only the entries
+    they can use."""
     words = [sentence_words(s, lowercase) for s in sentences]
     vocabulary = {row[0] for row in con.execute(
-        """SELECT ngram FROM mkn_ngrams WHERE "order" = 1 AND ngram IN (SELECT unnest(?::VARCHAR[]))""",
+        f"""SELECT ngram FROM {model} WHERE "order" = 1 AND ngram IN (SELECT unnest(?::VARCHAR[]))""",
         [sorted({w for ws in words for w in ws})]).fetchall()}
     tokens = [model_tokens(ws, vocabulary) for ws in words]
     needed = sorted({ngram for ts in tokens for ngram in windows(ts, order)})
     entries = {ngram: (prob, backoff) for ngram, prob, backoff in con.execute(
-        """SELECT ngram, log10_prob, log10_backoff FROM mkn_ngrams WHERE ngram IN (SELECT unnest(?::VARCHAR[]))""",
+        f"SELECT ngram, log10_prob, log10_backoff FROM {model} WHERE ngram IN (SELECT unnest(?::VARCHAR[]))",
         [needed]).fetchall()}
     model = BackoffModel(order, entries)
     return [model.sentence(s, ws, ts) for s, ws, ts in zip(sentences, words, tokens)]

@@ -1,10 +1,10 @@
 """N-gram look-ups: totals, per-year series and continuations.
 
-Every look-up names the order of the n-grams it wants, so DuckDB opens only
-``ngrams/order=N/``; within it, part files are sorted by n-gram, so an exact
-match or a prefix range reads only the row groups whose min/max statistics
-can hold it. ``--ignore-case`` cannot use those statistics and scans the
-order's files.
+Every look-up reads only the files of the order it wants (``source``, from
+Dataset.ngrams_of_order; None when the dataset lacks the order, which finds
+nothing). Part files are sorted by n-gram, so an exact match or a prefix
+range reads only the row groups whose min/max statistics can hold it.
+``--ignore-case`` cannot use those statistics and scans the order's files.
 """
 
 from dataclasses import dataclass
@@ -38,49 +38,53 @@ def parse_ngram(typed: str, lowercase: bool, max_order: int = MAX_ORDER) -> Ngra
     return Ngram(" ".join(fold_case(t) if lowercase else t for t in tokens), typed)
 
 
-def _match(ignore_case: bool) -> str:
-    return "lower(ngram) = lower(?)" if ignore_case else "ngram = ?"
+def count(con, source: str | None, ngram: Ngram, ignore_case: bool, keep_years: bool) -> tuple:
+    """(ngram, match_count, volume_count, first_year, last_year, years[, variants]); zeros when absent."""
+    if ignore_case:
+        return _count_variants(con, source, ngram, keep_years)
+    found = [] if source is None else con.execute(
+        f"SELECT {', '.join(COUNT_COLUMNS)} FROM {source} WHERE ngram = ?", [ngram.text]).fetchall()
+    return found[0] if found else (ngram.text, 0, 0, None, None, 0)
 
 
-def count(con, ngram: Ngram, ignore_case: bool, keep_years: bool) -> tuple:
-    """(ngram, match_count, volume_count, first_year, last_year, years[, variants]); zeros when absent.
-
-    Case variants are summed; their distinct years are known only from the per-year series.
-    """
-    if not ignore_case:
-        found = con.execute(f"""SELECT {', '.join(COUNT_COLUMNS)} FROM ngrams
-                                WHERE "order" = ? AND ngram = ?""", [ngram.order, ngram.text]).fetchall()
-        return found[0] if found else (ngram.text, 0, 0, None, None, 0)
+def _count_variants(con, source: str | None, ngram: Ngram, keep_years: bool) -> tuple:
+    """The case variants summed; their distinct years are known only from the per-year series."""
+    if source is None:
+        return ngram.text, 0, 0, None, None, (0 if keep_years else None), 0
     years = "(SELECT count(DISTINCT y.year) FROM (SELECT unnest(year_series) AS y FROM variants))" \
         if keep_years else "NULL"
     return con.execute(f"""
-        WITH variants AS (SELECT * FROM ngrams WHERE "order" = ? AND lower(ngram) = lower(?))
+        WITH variants AS (SELECT * FROM {source} WHERE lower(ngram) = lower(?))
         SELECT ?, coalesce(sum(match_count), 0), coalesce(sum(volume_count), 0), min(first_year),
                max(last_year), {years}, count(*)
-        FROM variants""", [ngram.order, ngram.text, ngram.text]).fetchall()[0]
+        FROM variants""", [ngram.text, ngram.text]).fetchall()[0]
 
 
-def yearly_counts(con, ngram: Ngram, ignore_case: bool) -> dict[int, int]:
+def yearly_counts(con, source: str | None, ngram: Ngram, ignore_case: bool) -> dict[int, int]:
     """year -> match count (case variants summed) from the per-year series."""
+    if source is None:
+        return {}
+    match = "lower(ngram) = lower(?)" if ignore_case else "ngram = ?"
     return dict(con.execute(f"""
-        SELECT y.year, sum(y.match_count) FROM (
-            SELECT unnest(year_series) AS y FROM ngrams WHERE "order" = ? AND {_match(ignore_case)})
-        GROUP BY 1""", [ngram.order, ngram.text]).fetchall())
+        SELECT y.year, sum(y.match_count) FROM (SELECT unnest(year_series) AS y FROM {source} WHERE {match})
+        GROUP BY 1""", [ngram.text]).fetchall())
 
 
-def year_totals(con) -> dict[int, int]:
-    return dict(con.execute("SELECT year, match_count FROM totalcounts").fetchall())
+def year_totals(con, source: str) -> dict[int, int]:
+    return dict(con.execute(f"SELECT year, match_count FROM {source}").fetchall())
 
 
-def continuations(con, prefix: Ngram, top: int) -> list[tuple]:
+def continuations(con, source: str | None, prefix: Ngram, top: int) -> list[tuple]:
     """(next token, match count, share of all continuations) of the (n+1)-grams starting with the prefix.
 
     Tokens are separated by a space (0x20) and strings compare byte by byte, so
     "PREFIX x" for every x lies in [PREFIX + ' ', PREFIX + '!'), a range the
     row-group statistics prune.
     """
-    return con.execute("""
-        SELECT split_part(ngram, ' ', "order"), match_count, match_count / sum(match_count) OVER ()
-        FROM ngrams WHERE "order" = ? AND ngram >= ? AND ngram < ?
+    if source is None:
+        return []
+    return con.execute(f"""
+        SELECT split_part(ngram, ' ', ?), match_count, match_count / sum(match_count) OVER ()
+        FROM {source} WHERE ngram >= ? AND ngram < ?
         ORDER BY match_count DESC, ngram
         LIMIT ?""", [prefix.order + 1, prefix.text + " ", prefix.text + "!", top]).fetchall()

@@ -64,7 +64,7 @@ def _count(args) -> int:
     ds = _open(args)
     ngrams = _ngrams(ds, args.ngrams)
     con = ds.connect()
-    rows = [count(con, ng, args.ignore_case, ds.keep_years) for ng in ngrams]
+    rows = [count(con, ds.ngrams_of_order(ng.order), ng, args.ignore_case, ds.keep_years) for ng in ngrams]
     write_result(COUNT_COLUMNS + (["variants"] if args.ignore_case else []), rows, args.format)
     return 0
 
@@ -84,11 +84,11 @@ def _series(args) -> int:
         ds.require_totalcounts()
     ngrams = _ngrams(ds, args.ngrams)
     con = ds.connect()
-    counts = [yearly_counts(con, ng, args.ignore_case) for ng in ngrams]
+    counts = [yearly_counts(con, ds.ngrams_of_order(ng.order), ng, args.ignore_case) for ng in ngrams]
     years = year_series.year_span(counts)
     columns = [year_series.values(c, years) for c in counts]
     if args.normalize:
-        totals = year_totals(con)
+        totals = year_totals(con, ds.table("totalcounts"))
         columns = [year_series.normalised(c, years, totals) for c in columns]
     columns = [year_series.smoothed(c, args.smooth) for c in columns]
     labels = [ng.text for ng in ngrams]
@@ -111,7 +111,7 @@ def _next(args) -> int:
     prefix = parse_ngram(" ".join(args.prefix), ds.lowercase)
     if prefix.order >= MAX_ORDER:
         raise UserError(f"a prefix has at most {MAX_ORDER - 1} tokens: n-grams have at most {MAX_ORDER}")
-    rows = continuations(ds.connect(), prefix, args.top)
+    rows = continuations(ds.connect(), ds.ngrams_of_order(prefix.order + 1), prefix, args.top)
     write_result(["next", "match_count", "share"], rows, args.format)
     if prefix.order + 1 not in ds.orders:
         _note(f"{ds.path} has no {prefix.order + 1}-grams (its orders: {', '.join(map(str, ds.orders))}), "
@@ -127,7 +127,7 @@ def _score(args) -> int:
 
     ds = _open(args)
     order = ds.require_model()
-    results = score(ds.connect(), order, args.sentences, ds.lowercase)
+    results = score(ds.connect(), ds.table("mkn_ngrams"), order, args.sentences, ds.lowercase)
     summary = (["sentence", "words", "oov", "log10_prob", "perplexity"],
                [(r.sentence, len(r.words) - 1, r.oov, r.log10_prob, r.perplexity) for r in results])
     if not args.verbose:
@@ -145,7 +145,7 @@ def _score(args) -> int:
 def _sql(args) -> int:
     import duckdb
 
-    con = _open(args).connect()
+    con = _open(args).connect(views=True)
     try:
         cursor = con.execute(args.query)
         columns = None if cursor.description is None else [d[0] for d in cursor.description]

@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from pipeline.cli import main as ngramflow
+from transforms.filters import POS_TAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "data", "sample")
@@ -37,15 +38,25 @@ def gz_files(folder) -> list[str]:
     return sorted(os.path.join(r, n) for r, _, names in os.walk(folder) for n in names if n.endswith(".gz"))
 
 
+_TAGS = "|".join("\\." if t == "." else t for t in POS_TAGS)
+#: A SQL condition true for n-grams without a POS-tagged token (what the default --pos drop keeps).
+NOT_TAGGED = f"NOT regexp_matches(ngram, '(^| )([^ ]+_({_TAGS})|_({_TAGS})_)( |$)')"
+
+
+def read_2012(files) -> str:
+    """A DuckDB table function reading 2012-format files as rows (ngram, year, match, volume)."""
+    listing = ", ".join(f"'{f}'" for f in files)
+    return f"""read_csv([{listing}], delim='\t', quote='', escape='', header=false, compression='gzip',
+                        columns={{'ngram': 'VARCHAR', 'year': 'INTEGER', 'match': 'BIGINT', 'volume': 'BIGINT'}})"""
+
+
 def reference_2012(files, where="TRUE", year_where="TRUE", key="ngram") -> duckdb.DuckDBPyRelation:
     """DuckDB's own aggregation of 2012-format files: the independent reference."""
     con = duckdb.connect()
-    listing = ", ".join(f"'{f}'" for f in files)
     return con.sql(f"""
         WITH rows AS (
             SELECT {key} AS ngram, year, match, volume
-            FROM read_csv([{listing}], delim='\t', quote='', escape='', header=false, compression='gzip',
-                          columns={{'ngram': 'VARCHAR', 'year': 'INTEGER', 'match': 'BIGINT', 'volume': 'BIGINT'}})
+            FROM {read_2012(files)}
             WHERE {where} AND {year_where}
         )
         SELECT ngram, len(string_split(ngram, ' ')) AS "order", sum(match) AS match_count,

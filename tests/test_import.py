@@ -6,12 +6,8 @@ import os
 import duckdb
 import pytest
 
-from conftest import (SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012, reference_2020,
-                      vocabulary_of)
-from transforms.filters import POS_TAGS
-
-_TAGS = "|".join("\\." if t == "." else t for t in POS_TAGS)
-NOT_TAGGED = f"NOT regexp_matches(ngram, '(^| )([^ ]+_({_TAGS})|_({_TAGS})_)( |$)')"
+from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
+                      reference_2020, vocabulary_of)
 
 
 @pytest.fixture(scope="module")
