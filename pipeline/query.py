@@ -6,7 +6,6 @@ aligned table, CSV or JSON; notes about the answer (an order the dataset does
 not have, a chart written) go to standard error.
 """
 
-import argparse
 import functools
 import os
 import sys
@@ -159,7 +158,7 @@ def _sql(args) -> int:
 
 def _with_format(parser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table",
-                        help="an aligned table, CSV with a header line, or a JSON array of objects")
+                        help="an aligned table (the default), CSV with a header line, or a JSON array of objects")
 
 
 def _quiet_broken_pipe(handler):
@@ -177,8 +176,7 @@ def _quiet_broken_pipe(handler):
 
 
 def _subcommand(commands, name: str, handler, help: str, description: str | None = None):
-    parser = commands.add_parser(name, help=help, description=description or help[0].upper() + help[1:] + ".",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = commands.add_parser(name, help=help, description=description or help[0].upper() + help[1:] + ".")
     parser.set_defaults(handler=_quiet_broken_pipe(handler))
     return parser
 
@@ -190,7 +188,6 @@ def add_query_command(sub) -> None:
         description="Query a complete dataset in this process with DuckDB. SQL sees the views ngrams, "
                     "vocabulary, rejects, totalcounts (when the import had per-year totals) and mkn_ngrams, "
                     "mkn_contexts, mkn_discounts (when the dataset has an MKN model).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("dataset", metavar="DATASET", help="a dataset directory written by 'ngramflow import'")
     q = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
@@ -208,7 +205,8 @@ def add_query_command(sub) -> None:
     s.add_argument("--normalize", action="store_true",
                    help="divide by the year's total match count from totalcounts, as the Ngram Viewer does")
     s.add_argument("--smooth", type=int, default=0, metavar="K",
-                   help="the mean of each year and the K years either side, as the Ngram Viewer's smoothing")
+                   help="the mean of each year and the K years either side, as the Ngram Viewer's smoothing "
+                        "(default: 0, none)")
     s.add_argument("--ignore-case", action="store_true", help=ignore_case)
     s.add_argument("--plot", metavar="FILE.png", help="also draw the series as a chart in this PNG file")
     _with_format(s)
@@ -217,7 +215,7 @@ def add_query_command(sub) -> None:
                     "The tokens that follow PREFIX in the n-grams one order longer, by match count, "
                     "with each one's share of all of PREFIX's continuations.")
     n.add_argument("prefix", nargs="+", metavar="PREFIX", help="one to four tokens")
-    n.add_argument("--top", type=int, default=10, metavar="K", help="show the K most frequent")
+    n.add_argument("--top", type=int, default=10, metavar="K", help="show the K most frequent (default: 10)")
     _with_format(n)
 
     m = _subcommand(q, "score", _score, "log10 probability and perplexity of sentences under the MKN model",
