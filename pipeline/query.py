@@ -9,6 +9,7 @@ not have, a chart written) go to standard error.
 import functools
 import os
 import sys
+import threading
 
 from pipeline.errors import RunFailed, UserError
 from pipeline.result_format import FORMATS, write_result
@@ -24,17 +25,44 @@ def _note(text: str) -> None:
     print(f"note: {text}", file=sys.stderr)
 
 
-def _reading(handler):
-    """Report DuckDB's failures to read the dataset (damaged files) as one line."""
+def _interruptible(handler, args):
+    """Run the handler in a thread: DuckDB does not look at signals while it works, so the main thread
+    waits for Ctrl+C instead and ends the process (queries only read, nothing is left half done)."""
+    outcome = {}
+
+    def work():
+        try:
+            outcome["code"] = handler(args)
+        except BaseException as err:  # handed to the main thread, which reports it
+            outcome["error"] = err
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        print("ngramflow: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["code"]
+
+
+def _command(handler):
+    """Run a subcommand; what can go wrong outside the user's control ends in one line too."""
 
     @functools.wraps(handler)
     def run(args):
         import duckdb
 
         try:
-            return handler(args)
-        except duckdb.Error as err:
+            return _interruptible(handler, args)
+        except duckdb.Error as err:  # a damaged or truncated file
             raise RunFailed(f"could not read {args.dataset}: {_duckdb_message(err)}") from None
+        except BrokenPipeError:  # `ngramflow query ... | head` stopped reading: not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
 
     return run
 
@@ -56,7 +84,6 @@ def _ngrams(ds, typed: list[str]):
     return ngrams
 
 
-@_reading
 def _count(args) -> int:
     from pipeline.lookups import COUNT_COLUMNS, count
 
@@ -68,7 +95,6 @@ def _count(args) -> int:
     return 0
 
 
-@_reading
 def _series(args) -> int:
     from pipeline import series_plot, year_series
     from pipeline.lookups import year_totals, yearly_counts
@@ -100,7 +126,6 @@ def _series(args) -> int:
     return 0
 
 
-@_reading
 def _next(args) -> int:
     from pipeline.lookups import continuations, parse_ngram
 
@@ -120,7 +145,6 @@ def _next(args) -> int:
     return 0
 
 
-@_reading
 def _score(args) -> int:
     from pipeline.lm_score import score
 
@@ -145,7 +169,7 @@ def _sql(args) -> int:
     import duckdb
 
     con = _open(args).connect(views=True)
-    try:
+    try:  # the query's errors are the user's; the dataset's were reported by connect
         cursor = con.execute(args.query)
         columns = None if cursor.description is None else [d[0] for d in cursor.description]
         if columns is not None:
@@ -161,23 +185,9 @@ def _with_format(parser) -> None:
                         help="an aligned table (the default), CSV with a header line, or a JSON array of objects")
 
 
-def _quiet_broken_pipe(handler):
-    """``ngramflow query ... | head`` closes the pipe early; that is not an error."""
-
-    @functools.wraps(handler)
-    def run(args):
-        try:
-            return handler(args)
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 0
-
-    return run
-
-
 def _subcommand(commands, name: str, handler, help: str, description: str | None = None):
     parser = commands.add_parser(name, help=help, description=description or help[0].upper() + help[1:] + ".")
-    parser.set_defaults(handler=_quiet_broken_pipe(handler))
+    parser.set_defaults(handler=_command(handler))
     return parser
 
 

@@ -6,8 +6,10 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import duckdb
@@ -306,6 +308,15 @@ def test_the_query_command_does_not_load_beam(full):
                "sys.exit(code or 'apache_beam' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", program, full], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_ctrl_c_stops_a_long_query_at_once(full):
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "query", full, "sql",
+                             "SELECT sum(range % 7) FROM range(100000000000)"], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
 
 
 def test_not_a_dataset_and_an_incomplete_one(capsys, tmp_path):
