@@ -8,7 +8,8 @@ first drop the dataset's files from the OS page cache (posix_fadvise
 DONTNEED on those files only; nothing else on the machine is touched), so the
 look-up reads from disk; "warm" runs find them cached. Also reports, from
 DuckDB's EXPLAIN ANALYZE, how many row groups and bytes a point look-up reads,
-and how long its query takes without the process around it.
+how long its query takes without the process around it, and how long a full
+aggregate takes.
 Prints a Markdown table.
 """
 
@@ -64,6 +65,18 @@ def query_seconds(ds: Dataset, ngrams: list[str]) -> float:
     return statistics.median(times)
 
 
+def aggregate_seconds(ds: Dataset) -> float:
+    """Best of three cold runs of an aggregate over every n-gram file: what smaller row groups could slow."""
+    times = []
+    for _ in range(3):
+        evict(ds.path)
+        con = ds.connect(views=True)
+        started = time.perf_counter()
+        con.execute("SELECT sum(match_count), count(DISTINCT ngram) FROM ngrams").fetchall()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
 def scan_stats(ds: Dataset, ngram: str) -> tuple[str, str]:
     """(row groups scanned / in the order's files, data read) of `count NGRAM`'s query, from EXPLAIN ANALYZE."""
     plan = ds.connect().execute(f"EXPLAIN ANALYZE SELECT {', '.join(COUNT_COLUMNS)} "
@@ -99,7 +112,8 @@ def main(argv=None) -> None:
     total = sum(o["ngrams"] for o in ds.manifest["orders"].values())
     groups, read = scan_stats(ds, ngrams[-1])
     print(f"{total:,} n-grams; a point look-up of a 3-gram scans {groups} row groups and reads {read}; "
-          f"its query alone takes {query_seconds(ds, ngrams) * 1000:.0f} ms (median, cold)\n")
+          f"its query alone takes {query_seconds(ds, ngrams) * 1000:.0f} ms (median, cold); an aggregate over "
+          f"all n-grams takes {aggregate_seconds(ds):.2f} s\n")
     print("| query (fresh process each) | warm: median | warm: max | cold: median | cold: max |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, command in scenarios(ngrams):
