@@ -73,14 +73,17 @@ def _open(args):
     return Dataset(args.dataset)
 
 
+def _orders(ds) -> str:
+    return ", ".join(map(str, ds.orders)) or "none"
+
+
 def _ngrams(ds, typed: list[str]):
     """The n-grams to look up, each once, with a note for any order the dataset lacks."""
     from pipeline.lookups import parse_ngram
 
     ngrams = list({ng.text: ng for ng in (parse_ngram(t, ds.lowercase) for t in typed)}.values())
     for order in sorted({ng.order for ng in ngrams} - set(ds.orders)):
-        _note(f"{ds.path} has no {order}-grams (its orders: {', '.join(map(str, ds.orders))}), "
-              f"so every {order}-gram counts 0")
+        _note(f"{ds.path} has no {order}-grams (its orders: {_orders(ds)}), so every {order}-gram counts 0")
     return ngrams
 
 
@@ -138,8 +141,7 @@ def _next(args) -> int:
     rows = continuations(ds.connect(), ds.ngrams_of_order(prefix.order + 1), prefix, args.top)
     write_result(["next", "match_count", "share"], rows, args.format)
     if prefix.order + 1 not in ds.orders:
-        _note(f"{ds.path} has no {prefix.order + 1}-grams (its orders: {', '.join(map(str, ds.orders))}), "
-              "so no continuations")
+        _note(f"{ds.path} has no {prefix.order + 1}-grams (its orders: {_orders(ds)}), so no continuations")
     elif not rows:
         _note(f"no {prefix.order + 1}-gram of {ds.path} starts with '{prefix.text}'")
     return 0
