@@ -2,12 +2,15 @@
 
 import os
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from pipeline.errors import UserError
-from pipeline.mkn import MknSettings
 from schemas import YEAR_MAX, YEAR_MIN
 from transforms.filters import RowPolicy
-from transforms.read import ReadSettings
+
+if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
+    from pipeline.mkn import MknSettings
+    from transforms.read import ReadSettings
 
 POS_POLICIES = ("drop", "keep")
 #: Where downloaded corpus files are kept between runs.
@@ -45,7 +48,7 @@ class ImportOptions:
     resume_from: str | None = None
     taskmanager_memory: str | None = None  # [local] only; None: DEFAULT_TASKMANAGER_MEMORY
     beam_args: list[str] = field(default_factory=list)
-    mkn: MknSettings | None = None  # run the MKN stage after the import, in the same job
+    mkn: "MknSettings | None" = None  # run the MKN stage after the import, in the same job
 
     def validate(self) -> "ImportOptions":
         for name in ("year_min", "year_max"):
@@ -93,7 +96,9 @@ class ImportOptions:
             raise UserError("--taskmanager-memory applies to --flink-master [local]; a cluster's TaskManagers "
                             "are sized when the cluster starts (ngramflow flink up --taskmanager-memory)")
 
-    def read_settings(self, progress_dir: str | None = None) -> ReadSettings:
+    def read_settings(self, progress_dir: str | None = None) -> "ReadSettings":
+        from transforms.read import ReadSettings
+
         return ReadSettings(
             policy=RowPolicy(pos=self.pos, lowercase=self.lowercase, year_min=self.year_min, year_max=self.year_max),
             keep_years=self.keep_years,
