@@ -14,6 +14,8 @@ from itertools import islice
 
 FORMATS = ("table", "csv", "json")
 TABLE_ROWS = 1000
+#: Control characters (tabs in a rejected line's raw bytes) shown escaped, so they cannot break a table's columns.
+_ESCAPES = {c: f"\\x{c:02x}" for c in range(32)} | {9: "\\t", 10: "\\n", 13: "\\r"}
 
 
 def _plain(value):
@@ -39,7 +41,7 @@ def _cell(value) -> str:
         return f"{value:.6g}"
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False)
-    return str(value)
+    return str(value).translate(_ESCAPES)
 
 
 def _is_number(value) -> bool:
@@ -52,7 +54,8 @@ def write_table(columns: list[str], rows, out) -> None:
     shown = shown[:TABLE_ROWS]
     cells = [[_cell(v) for v in row] for row in shown]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    numeric = [bool(shown) and all(row[i] is None or _is_number(row[i]) for row in shown) for i in range(len(columns))]
+    numeric = [bool(shown) and all(row[i] is None or _is_number(row[i]) for row in shown)
+               for i in range(len(columns))]
 
     def line(values):
         return "  ".join(v.rjust(w) if right else v.ljust(w) for v, w, right in zip(values, widths, numeric)).rstrip()
@@ -66,12 +69,19 @@ def write_table(columns: list[str], rows, out) -> None:
               file=sys.stderr)
 
 
+def _csv_cell(value):
+    """Full precision for numbers (CSV is for programs); lists and structs as JSON."""
+    value = _plain(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else value
+
+
 def write_csv(columns: list[str], rows, out) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if v is None else (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v)
-                         for v in map(_plain, row)])
+        writer.writerow([_csv_cell(v) for v in row])
 
 
 def write_json(columns: list[str], rows, out) -> None:

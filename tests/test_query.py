@@ -290,6 +290,20 @@ def test_sql_table_shows_a_thousand_rows_and_says_so(full, capsys):
     assert out.splitlines()[2] == "  0  x" and "the first 1,000 rows" in err  # numbers right-aligned
 
 
+def test_sql_over_the_rejects_of_an_import(capsys, tmp_path):
+    bad = os.path.join(SAMPLE, "..", "sample-bad")
+    dataset = import_ok(os.path.join(bad, "2012"), tmp_path / "bad")
+    with open(os.path.join(bad, "corpus.json")) as fh:
+        injected = sorted((os.path.basename(m["file"]), m["line"]) for m in json.load(fh)["malformed"])
+    rows = query_json(capsys, dataset, "sql", "SELECT file, line, raw FROM rejects ORDER BY file, line")
+    assert sorted((os.path.basename(r["file"]), r["line"]) for r in rows) == injected
+    code, out, _ = query(capsys, dataset, "sql", "SELECT line, raw FROM rejects ORDER BY file, line")
+    header, rule, *lines = out.splitlines()
+    start = rule.index("  -") + 2  # where the raw column begins
+    assert code == 0 and "\t" not in out, "tabs of the raw lines are shown escaped, keeping the columns aligned"
+    assert [line[start:] for line in lines] == [r["raw"].replace("\t", "\\t").rstrip() for r in rows]
+
+
 def test_point_lookups_read_only_their_order(full, capsys, tmp_path):
     dataset = tmp_path / "damaged"
     shutil.copytree(full, dataset)
