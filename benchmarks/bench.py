@@ -13,6 +13,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -74,6 +75,14 @@ def _peer(kind: str, output: str, files: list[str]) -> list[str]:
     return [PY, "-m", "benchmarks.peers", kind, output, *files]
 
 
+def _last_error(output: str) -> str:
+    """What went wrong, for the table: the innermost exception's message if there is one."""
+    lines = [line.strip() for line in output.splitlines() if "rror" in line or "failed" in line] \
+        or output.strip().splitlines()[-1:]
+    found = re.search(r"(\w+(?:Exception|Error): [^(]*)", lines[-1])
+    return (found.group(1) if found else lines[-1]).strip()[:160]
+
+
 def _checked(name: str, m: Measurement) -> Measurement:
     if m.returncode != 0:
         raise SystemExit(f"{name} failed ({m.returncode}):\n{m.output[-3000:]}")
@@ -107,8 +116,10 @@ def throughput(workdir: str, rows: int) -> tuple[list[dict], dict]:
     results = []
     for name, fmt, command in contenders:
         print(f"  {name} ({fmt}) ...", file=sys.stderr, flush=True)
-        m = _checked(name, run(command, env={"PYTHONPATH": ROOT}))
-        results.append({"name": name, "format": fmt, "wall": m.wall_seconds, "rss": m.peak_rss_bytes})
+        m = run(command, env={"PYTHONPATH": ROOT})
+        failure = None if m.returncode == 0 else _last_error(m.output)
+        results.append({"name": name, "format": fmt, "wall": m.wall_seconds, "rss": m.peak_rss_bytes,
+                        "failed": failure})
     sizes = {fmt: sum(os.path.getsize(f) for f in fs) for fmt, fs in (("2012", files12), ("2020", files20))}
     return results, {"rows": meta["rows_2012"], "files": {"2012": len(files12), "2020": len(files20)},
                      "bytes": sizes, "ngrams": meta["ngrams"]}
@@ -167,6 +178,10 @@ def report(results, meta, scaling, stage, command: str) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
+        if r["failed"]:
+            lines.append(f"| {r['name']} | {r['format']} | failed after {r['wall']:.0f} s: `{r['failed']}` "
+                         f"| | {_mb(r['rss'])} | | |")
+            continue
         lines.append(f"| {r['name']} | {r['format']} | {r['wall']:.2f} | {rows / r['wall'] / 1e6:.2f}M | "
                      f"{_mb(r['rss'])} | {duck[r['format']] / r['wall']:.2f}x | {r['wall'] / isal:.1f}x |")
     lines += [
