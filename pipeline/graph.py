@@ -15,8 +15,10 @@ from transforms.vocabulary import BuildVocabulary
 FILE_STATS, ORDER_STATS = "_work/files", "_work/orders"
 
 #: Compressed input bytes per shard of the aggregation: a shard's distinct
-#: n-grams must fit in one worker's memory when they are merged.
-BYTES_PER_SHARD = 32 << 20
+#: n-grams must fit in one worker's memory when they are merged, and a shard's
+#: partial table must fit one record of Flink's batch sort buffer (32 MiB
+#: shards failed there with "Record too large" on a 108 MB corpus).
+BYTES_PER_SHARD = 8 << 20
 
 
 def shard_count(input_bytes: int) -> int:
