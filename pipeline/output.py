@@ -60,9 +60,9 @@ class OutputDir:
             note = f"replacing the dataset in {self.path}"
         elif FileSystems.exists(self.join(INCOMPLETE)):
             note = f"clearing the incomplete output of an earlier run in {self.path}"
-        elif self._foreign_entries():
+        elif foreign := self._foreign_entries():
             raise UserError(f"output {self.path} is not empty and is not an ngramflow dataset "
-                            f"(it holds {', '.join(sorted(self._foreign_entries())[:3])}); choose a new directory")
+                            f"(it holds {', '.join(sorted(foreign)[:3])}); choose a new directory")
         self._clear()
         if _is_local(self.path):
             os.makedirs(self.path, exist_ok=True)

@@ -49,7 +49,7 @@ class ReadSettings:
     keep_years: bool = False
     format: str | None = None  # None: detect per file
     on_corrupt: str = "fail"  # or "skip"
-    progress_dir: str | None = None  # where per-file progress is written for the CLI
+    progress_dir: str | None = None  # where each reading worker's running totals go, for the CLI
 
 
 def _open(path: str):

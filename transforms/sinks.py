@@ -30,8 +30,7 @@ def _publish(path: str, write) -> str:
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
     with FileSystems.create(tmp) as fh:
         write(fh)
-    if FileSystems.exists(path):  # written before by an attempt that was retried
-        FileSystems.delete([path])
+    # Replaces a file an earlier, retried attempt wrote: no duplicate, no gap.
     FileSystems.rename([tmp], [path])
     return path
 
