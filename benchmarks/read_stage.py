@@ -12,7 +12,7 @@ from transforms.read import ReadNgramFile, ReadSettings
 def main(path: str) -> None:
     fn = ReadNgramFile(ReadSettings())
     fn.setup()
-    for _ in fn.process([(path, os.path.getsize(path))]):
+    for _ in fn.process([(path, os.path.getsize(path), 0, 1)]):
         pass  # what a runner would hand downstream is dropped here: only the stage is measured
     print(fn.progress.done["rows"])
 

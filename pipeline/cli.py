@@ -14,8 +14,8 @@ from corpus.cli import add_corpus_commands
 from corpus.cli import run as run_corpus_command
 from pipeline.flink.cli import add_flink_commands
 from pipeline.errors import RunFailed, UserError
-from pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_TASKMANAGER_MEMORY, FLINK_MODES,
-                              RUNNERS)
+from pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_SLICE_SIZE, DEFAULT_TASKMANAGER_MEMORY,
+                              FLINK_MODES, RUNNERS)
 from pipeline.query import add_query_command
 from transforms.formats import FORMATS
 
@@ -85,6 +85,10 @@ def _add_import(sub):
     flink.add_argument("--resume-from", metavar="CHECKPOINT",
                        help="checkpointed mode: continue an interrupted import (same inputs, options and "
                             "--output) from a retained checkpoint: a chk-N folder or a run's checkpoint folder")
+    flink.add_argument("--slice-size", metavar="SIZE",
+                       help=f"checkpointed mode: files are read in slices of about this much decompressed text "
+                            f"(default {DEFAULT_SLICE_SIZE}), so a checkpoint waits for the slices being read, "
+                            f"never for whole files; not with --on-corrupt-file skip, which reads files whole")
     flink.add_argument("--taskmanager-memory", metavar="SIZE",
                        help=f"[local]: the bound of the embedded cluster's memory (default "
                             f"{DEFAULT_TASKMANAGER_MEMORY}); a cluster's TaskManagers are sized by 'flink up'")
@@ -123,7 +127,7 @@ def _import(args) -> int:
         max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
         cache=args.cache, runner=args.runner, flink_master=args.flink_master, mode=args.mode,
         checkpoint_interval=args.checkpoint_interval, checkpoint_dir=args.checkpoint_dir,
-        resume_from=args.resume_from, taskmanager_memory=args.taskmanager_memory, beam_args=args.beam_args,
+        resume_from=args.resume_from, slice_size=args.slice_size, taskmanager_memory=args.taskmanager_memory, beam_args=args.beam_args,
         mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order),
     )
     result = run_import(opts, progress=not args.quiet)

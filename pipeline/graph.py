@@ -53,10 +53,11 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     """Add the whole import, from the file list to every output file, to ``pipeline``."""
     input_bytes = sum(size for _, size in files)
     shards = shard_count(input_bytes)
+    settings = opts.read_settings(progress_dir)
     results = (
         pipeline
-        | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes)))
-        | "Import n-grams" >> ImportNgrams(opts.read_settings(progress_dir), opts.min_count, shards)
+        | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
+        | "Import n-grams" >> ImportNgrams(settings, opts.min_count, shards)
     )
     results["ngrams"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
     results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join("vocabulary"), schemas.VOCABULARY)

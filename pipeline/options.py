@@ -1,6 +1,7 @@
 """The options of an import, validated once, independent of the command line."""
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,19 @@ FLINK_MODES = ("batch", "checkpointed")
 #: Where checkpointed Flink imports keep their checkpoints, one folder per run.
 DEFAULT_CHECKPOINT_DIR = os.environ.get(
     "NGRAMFLOW_CHECKPOINT_DIR", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow", "checkpoints"))
+#: Checkpointed mode reads files in slices of this much decompressed text: a
+#: checkpoint waits for the slices being read, never for a whole file.
+DEFAULT_SLICE_SIZE = "64m"
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def size_bytes(text: str, what: str) -> int:
+    """'2g', '1536m', '64KiB' -> bytes."""
+    found = _SIZE.match(str(text))
+    if not found:
+        raise UserError(f"{what} takes a size such as 2g or 64m, got {text!r}")
+    return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
 
 
 @dataclass
@@ -46,6 +60,7 @@ class ImportOptions:
     checkpoint_interval: float = 10.0  # seconds
     checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
     resume_from: str | None = None
+    slice_size: str | None = None  # checkpointed mode only; None: DEFAULT_SLICE_SIZE
     taskmanager_memory: str | None = None  # [local] only; None: DEFAULT_TASKMANAGER_MEMORY
     beam_args: list[str] = field(default_factory=list)
     mkn: "MknSettings | None" = None  # run the MKN stage after the import, in the same job
@@ -76,7 +91,8 @@ class ImportOptions:
         if self.runner != "flink":
             changed = [flag for flag, value, default in (
                 ("--flink-master", self.flink_master, "[local]"), ("--mode", self.mode, "batch"),
-                ("--resume-from", self.resume_from, None), ("--taskmanager-memory", self.taskmanager_memory, None))
+                ("--resume-from", self.resume_from, None), ("--slice-size", self.slice_size, None),
+                ("--taskmanager-memory", self.taskmanager_memory, None))
                 if value != default]
             if changed:
                 raise UserError(f"{changed[0]} needs --runner flink")
@@ -92,6 +108,11 @@ class ImportOptions:
             if self.mode != "checkpointed":
                 raise UserError("--resume-from needs --mode checkpointed")
             resume_point(self.resume_from)
+        if self.slice_size is not None:
+            if self.mode != "checkpointed":
+                raise UserError("--slice-size needs --mode checkpointed")
+            if size_bytes(self.slice_size, "--slice-size") < 1 << 10:
+                raise UserError(f"--slice-size must be at least 1k, got {self.slice_size}")
         if self.flink_master != LOCAL and self.taskmanager_memory:
             raise UserError("--taskmanager-memory applies to --flink-master [local]; a cluster's TaskManagers "
                             "are sized when the cluster starts (ngramflow flink up --taskmanager-memory)")
@@ -105,12 +126,19 @@ class ImportOptions:
             format=self.format,
             on_corrupt=self.on_corrupt_file,
             progress_dir=progress_dir,
+            slice_bytes=self._slice_bytes(),
         )
+
+    def _slice_bytes(self) -> int | None:
+        # --on-corrupt-file skip verifies a file whole before reading it: slices would each verify it again.
+        if self.runner != "flink" or self.mode != "checkpointed" or self.on_corrupt_file == "skip":
+            return None
+        return size_bytes(self.slice_size or DEFAULT_SLICE_SIZE, "--slice-size")
 
     def recorded(self) -> dict:
         """The options as the manifest records them."""
         skipped = ("inputs", "output", "cache")
         if self.runner != "flink":
             skipped += ("flink_master", "mode", "checkpoint_interval", "checkpoint_dir", "resume_from",
-                        "taskmanager_memory")
+                        "slice_size", "taskmanager_memory")
         return {k: v for k, v in asdict(self).items() if k not in skipped}

@@ -26,7 +26,7 @@ from pipeline.options import ImportOptions
 from pipeline.output import OutputDir
 from pipeline.progress import ProgressReporter
 from transforms.mkn.discount import DiscountError
-from transforms.read import InputFileError
+from transforms.read import InputFileError, merge_file_stats
 
 VERSION = "0.1.0"
 
@@ -120,7 +120,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         if reason:
             raise RunFailed(reason) from None
         raise
-    file_stats = sorted((s for group in out.read_records(FILE_STATS) for s in group), key=lambda s: s["path"])
+    file_stats = merge_file_stats([s for unit in out.read_records(FILE_STATS) for s in unit])
     rows_read = sum(s["rows_read"] for s in file_stats)
     rejected = sum(s["rows_rejected"] for s in file_stats)
     if rows_read and rejected / rows_read > opts.max_reject_rate:

@@ -21,7 +21,9 @@ from pipeline.flink import jvm, provision, rest
 from pipeline.flink.cluster import SessionCluster
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "runs", "status")
+#: Small enough that the test corpus's larger files are read in many slices.
+SLICE_SIZE = "64k"
+FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "status")
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +43,19 @@ def corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("flink-corpus")
     generate(out, rows=600_000, seed=7, orders=(1, 2, 3), formats=("2012",), malformed=5)
     return str(out / "2012")
+
+
+@pytest.fixture(scope="module")
+def sliced_files(corpus) -> int:
+    """How many of the corpus's files checkpointed imports here read in slices (a precondition of the tests)."""
+    from pipeline.inputs import expand_inputs
+    from pipeline.options import size_bytes
+    from transforms.read import pack_files
+
+    units = pack_files(expand_inputs([corpus])[0], 1 << 30, size_bytes(SLICE_SIZE, "slice"))
+    sliced = {unit[0][0] for unit in units if unit[0][3] > 1}
+    assert len(sliced) >= 20
+    return len(sliced)
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +89,14 @@ def assert_same_dataset(dataset, reference):
     assert len(ours["ngrams"]) > 10_000 and len(ours["rejects"]) == 5
 
 
-def test_batch_and_checkpointed_flink_equal_the_embedded_runner(flink_provisioned, corpus, reference, tmp_path):
+def test_batch_and_checkpointed_flink_equal_the_embedded_runner(flink_provisioned, corpus, sliced_files, reference,
+                                                               tmp_path):
     batch = import_ok(corpus, tmp_path / "batch", "--runner", "flink", "--workers", "2")
     assert_same_dataset(batch, reference)
 
     checkpointed = import_ok(corpus, tmp_path / "checkpointed", "--runner", "flink", "--mode", "checkpointed",
-                             "--checkpoint-interval", "1", "--checkpoint-dir", tmp_path / "checkpoints")
+                             "--checkpoint-interval", "1", "--checkpoint-dir", tmp_path / "checkpoints",
+                             "--slice-size", SLICE_SIZE, "--workers", "2")
     assert_same_dataset(checkpointed, reference)
     flink = json.load(open(tmp_path / "checkpointed" / "_manifest.json"))["flink"]
     assert flink["mode"] == "checkpointed" and flink["flink_master"] == "[local]"
@@ -104,7 +121,8 @@ def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.P
     return subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
-         "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), *options],
+         "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
+         *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -145,7 +163,8 @@ def kill(pid: int) -> None:
     jvm.stop(pid)  # reaps it
 
 
-def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, reference, cluster, tmp_path):
+def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
+                                                                      tmp_path):
     process = start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints")
     job = running_job(cluster, process)
     before = wait_for_checkpoints(cluster, job, completed=1)

@@ -14,7 +14,7 @@ from transforms import read
 def test_progress_counts_every_file_and_row(tmp_path):
     files = [(f, os.path.getsize(f)) for f in gz_files(os.path.join(SAMPLE, "2012"))]
     with beam.Pipeline() as p:
-        _ = (p | beam.Create([files])
+        _ = (p | beam.Create(read.pack_files(files, 1 << 30))
                | read.ReadNgramFiles(read.ReadSettings(progress_dir=str(tmp_path))))
     stream = io.StringIO()
     reporter = ProgressReporter(str(tmp_path), len(files), sum(s for _, s in files), stream=stream, interval=0.01)

@@ -6,9 +6,11 @@ and its consecutive rows of one n-gram collapsed into runs (transforms/runs.py):
 what leaves this stage is a few tables per file, one row per n-gram.
 """
 
+import collections
 import hashlib
 import json
 import os
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
 from transforms import formats, rows, runs
@@ -50,6 +53,7 @@ class ReadSettings:
     format: str | None = None  # None: detect per file
     on_corrupt: str = "fail"  # or "skip"
     progress_dir: str | None = None  # where each reading worker's running totals go, for the CLI
+    slice_bytes: int | None = None  # None: read each file whole; else in slices (see LineReader)
 
 
 def _open(path: str):
@@ -94,9 +98,9 @@ class Progress:
         if time.time() - self.written >= self.WRITE_EVERY:
             self._write()
 
-    def file_done(self, rows: int, size: int):
-        self.done = {"files_done": self.done["files_done"] + 1, "rows": self.done["rows"] + rows,
-                     "bytes": self.done["bytes"] + size}
+    def part_done(self, rows: int, compressed_bytes: int, file_done: bool):
+        self.done = {"files_done": self.done["files_done"] + file_done, "rows": self.done["rows"] + rows,
+                     "bytes": self.done["bytes"] + compressed_bytes}
         self.current = {"rows": 0, "bytes": 0}
         self._write()
 
@@ -112,20 +116,101 @@ class Progress:
         self.written = time.time()
 
 
-def chunks(stream, first_block: bytes):
-    """(number of the first line, number of lines, bytes) of consecutive pieces of whole lines."""
-    number, carry, block = 1, b"", first_block
-    while block:
-        data = carry + block
-        cut = data.rfind(b"\n") + 1
-        carry = data[cut:]
-        if cut:
-            lines = data.count(b"\n", 0, cut)
-            yield number, lines, data[:cut]
-            number += lines
-        block = stream.read(CHUNK_BYTES)
-    if carry:
-        yield number, 1, carry
+class LineReader:
+    """One file's decompressed lines, handed out by where they start.
+
+    A file's lines can be read in slices: slice k holds the lines that start in
+    decompressed bytes [k*S, (k+1)*S). The definition depends on the text
+    alone, so a slice read by a reader that continues from slice k-1 and one
+    read by a fresh reader that skips to k*S are the same lines.
+    """
+
+    def __init__(self, path: str, forced_format: str | None):
+        self.path = path
+        self.data, self.raw = _open(path)
+        self.pending = b""  # read, not yet handed out; starts at the start of a line
+        self.offset = 0  # decompressed offset of pending[0]
+        self.line = 1  # number of the line that starts there
+        try:
+            self._fill()
+            self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
+        except BaseException:
+            self.close()
+            raise
+        if self.format is None:
+            if self.pending.strip():
+                self.close()
+                raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
+                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
+            self.format = "empty"
+
+    def _fill(self) -> bool:
+        block = self.data.read(CHUNK_BYTES)
+        self.pending += block
+        return bool(block)
+
+    def lines_before(self, end: int | None):
+        """(number of the first line, number of lines, bytes) of consecutive pieces of whole lines,
+        up to the last line that starts before decompressed offset ``end`` (None: the end of the file)."""
+        while end is None or self.offset < end:
+            if end is not None and end - self.offset < len(self.pending):
+                cut = self.pending.find(b"\n", end - self.offset - 1) + 1  # the line holding byte end-1 is the last
+            else:
+                cut = self.pending.rfind(b"\n") + 1
+            if not cut:
+                if self._fill():
+                    continue
+                if not self.pending:
+                    return
+                cut = len(self.pending)  # the file's last line has no newline
+            piece = self.pending[:cut]
+            lines = piece.count(b"\n") + (not piece.endswith(b"\n"))
+            yield self.line, lines, piece
+            self.pending, self.offset, self.line = self.pending[cut:], self.offset + cut, self.line + lines
+
+    def close(self):
+        with self.raw, self.data:
+            pass
+
+
+class _OpenReaders:
+    """Readers left at the end of a slice, for a later slice of the same file.
+
+    ReadNgramFiles sends a file's slices to one worker, in order, so the next
+    slice usually continues where the last one stopped instead of decompressing
+    the file from its start again. After a restore from a checkpoint, or when
+    a slice comes before one already read, it starts a fresh reader and skips:
+    only slower. Shared by the DoFn instances of a worker process, hence the lock.
+    """
+
+    LIMIT = 4
+
+    def __init__(self):
+        self.lock, self.readers = threading.Lock(), collections.OrderedDict()
+
+    def take(self, path: str, start: int) -> LineReader | None:
+        """A reader of ``path`` that has handed out only lines starting before ``start``, if one is kept."""
+        with self.lock:
+            kept = self.readers.get(path)
+            if kept is None or kept[0] > start:
+                return None
+            return self.readers.pop(path)[1]
+
+    def keep(self, path: str, read_before: int, reader: LineReader):
+        """Keep ``reader``, which has handed out the lines of ``path`` that start before ``read_before``."""
+        with self.lock:
+            replaced = self.readers.pop(path, None)
+            if replaced:
+                replaced[1].close()
+            self.readers[path] = (read_before, reader)
+            while len(self.readers) > self.LIMIT:
+                self.readers.popitem(last=False)[1][1].close()
+
+
+_OPEN_READERS = _OpenReaders()
+#: How much decompressed text a byte of gzipped n-gram rows holds, roughly: it
+#: sets how many slices a file is planned in (the last slice reads to the end).
+EXPANSION = 6
 
 
 def file_id(path: str) -> str:
@@ -133,24 +218,43 @@ def file_id(path: str) -> str:
     return hashlib.sha1(path.encode()).hexdigest()[:16]
 
 
-def pack_files(files, target_bytes: int) -> list[list]:
-    """Group (path, size) pairs, in order, into work units of about ``target_bytes``.
+def pack_files(files, target_bytes: int, slice_bytes: int | None = None) -> list[list]:
+    """Group (path, size) pairs, in order, into work units of (path, size, slice, slices) of about ``target_bytes``.
 
     Small files read one per element would cost more in per-element overhead
-    than in reading; a large file stays a unit of its own.
+    than in reading; a large file stays a unit of its own or, with
+    ``slice_bytes``, is cut into one unit per slice of that much decompressed text.
     """
     groups, current, current_bytes = [], [], 0
     for path, size in files:
+        slices = -(-size * EXPANSION // slice_bytes) if slice_bytes else 1
+        if slices > 1:
+            groups += [current] if current else []
+            groups.extend([(path, size, index, slices)] for index in range(slices))
+            current, current_bytes = [], 0
+            continue
         if current and current_bytes + size > target_bytes:
             groups.append(current)
             current, current_bytes = [], 0
-        current.append((path, size))
+        current.append((path, size, 0, 1))
         current_bytes += size
     return groups + ([current] if current else [])
 
 
+def merge_file_stats(parts: list[dict]) -> list[dict]:
+    """One statistics record per file from the records of its slices, sorted by path."""
+    merged = {}
+    for part in sorted(parts, key=lambda s: (s["path"], s.get("slice", 0))):
+        part = {k: v for k, v in part.items() if k != "slice"}
+        whole = merged.setdefault(part["path"], part)
+        if whole is not part:
+            for key in ("rows_read", "rows_rejected", "rows_filtered"):
+                whole[key] += part[key]
+    return list(merged.values())
+
+
 class ReadNgramFile(beam.DoFn):
-    """A group of (path, size) -> run tables (transforms/runs.py); named reject tables and file stats on the side.
+    """A work unit (see pack_files) -> run tables (transforms/runs.py); named reject tables and file stats on the side.
 
     Runs of consecutive files are buffered up to EMIT_RUNS rows, so small files
     do not each cost an element downstream.
@@ -167,18 +271,18 @@ class ReadNgramFile(beam.DoFn):
     def setup(self):
         self.progress = Progress(self.settings.progress_dir)
 
-    def process(self, group):
+    def process(self, unit):
         buffered, buffered_rows, all_stats = [], 0, []
-        for path, size in group:
+        for path, size, index, slices in unit:
             stats = {"path": path, "size": size, "format": None, "rows_read": 0, "rows_rejected": 0,
-                     "rows_filtered": 0, "runs": 0, "status": "ok", "reason": None}
+                     "rows_filtered": 0, "status": "ok", "reason": None, "slice": index}
             all_stats.append(stats)
             problem = verify_readable(path) if self.settings.on_corrupt == "skip" else None
             if problem:
                 stats.update(status="skipped", reason=problem)
                 continue
             try:
-                for output in self._read(path, size, stats):
+                for output in self._read(path, size, index, slices, stats):
                     if isinstance(output, beam.pvalue.TaggedOutput):
                         yield output
                         continue
@@ -191,52 +295,84 @@ class ReadNgramFile(beam.DoFn):
                 raise InputFileError(path, f"corrupt or truncated gzip ({err}); "
                                      "the output is marked incomplete. Use --on-corrupt-file skip to "
                                      "record such files as skipped and go on") from None
-            self.progress.file_done(stats["rows_read"], size)
+            self.progress.part_done(stats["rows_read"], _share(size, index, slices), index == slices - 1)
         if buffered:
             yield pa.concat_tables(buffered)
-        yield beam.pvalue.TaggedOutput(self.FILE_STATS, (file_id(group[0][0]), all_stats))
+        path, _, index, _ = unit[0]
+        yield beam.pvalue.TaggedOutput(self.FILE_STATS, (f"{file_id(path)}-{index:06d}", all_stats))
 
-    def _read(self, path, size, stats):
+    def _read(self, path, size, index, slices, stats):
         settings = self.settings
-        data, raw = _open(path)
-        with raw, data:
-            first_block = data.read(CHUNK_BYTES)
-            fmt = settings.format or formats.detect_format(first_block.split(b"\n", formats.DETECT_LINES))
-            if fmt is None:
-                if not first_block.strip():
-                    stats["format"] = "empty"
-                    return
-                raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
-                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
-            stats["format"] = fmt
-            for first_line, lines, chunk in chunks(data, first_block):
-                table, starts, rejected = rows.parse_chunk(chunk, lines, fmt, path, first_line)
+        slice_bytes = settings.slice_bytes or 0
+        start, end = index * slice_bytes, None if index == slices - 1 else (index + 1) * slice_bytes
+        reader = _OPEN_READERS.take(path, start) or LineReader(path, settings.format)
+        kept = False
+        try:
+            stats["format"] = reader.format
+            if reader.format == "empty":
+                return
+            for _ in reader.lines_before(start):
+                pass  # earlier slices' lines: a fresh reader skips them
+            started, share = reader.raw.tell(), _share(size, index, slices)
+            for first_line, lines, chunk in reader.lines_before(end):
+                table, starts, rejected = rows.parse_chunk(chunk, lines, reader.format, path, first_line)
                 found, dropped = runs.collapse(table, starts, settings.policy, settings.keep_years)
                 stats["rows_read"] += lines
                 stats["rows_rejected"] += rejected.num_rows
                 stats["rows_filtered"] += dropped
-                stats["runs"] += found.num_rows
                 if rejected.num_rows:
                     name = f"part-{file_id(path)}-{first_line:012d}"
                     yield beam.pvalue.TaggedOutput(self.REJECTS, (name, rejected))
                 if found.num_rows:
                     yield found
-                self.progress.update(stats["rows_read"], raw.tell())
+                self.progress.update(stats["rows_read"], min(reader.raw.tell() - started, share))
+            if end is not None:
+                _OPEN_READERS.keep(path, end, reader)
+                kept = True
+        finally:
+            if not kept:
+                reader.close()
+
+
+def _share(size: int, index: int, slices: int) -> int:
+    """Compressed bytes a slice stands for, in progress reports: the file's size split evenly."""
+    return size * (index + 1) // slices - size * index // slices
+
+
+class SlicesInOrder(beam.PTransform):
+    """Work units spread over the workers, all slices of a file to one worker in their order.
+
+    There each slice continues the reader the last one left (_OpenReaders).
+    Beam's Reshuffle cannot do this: Flink turns it into a round-robin.
+    """
+
+    def expand(self, units):
+        return (
+            units
+            | "Key by file" >> beam.Map(lambda unit: (unit[0][0], unit))
+            | "Pass each unit on at once" >> beam.WindowInto(
+                window.GlobalWindows(), trigger=trigger.Repeatedly(trigger.AfterCount(1)),
+                accumulation_mode=trigger.AccumulationMode.DISCARDING)
+            | "Group by file" >> beam.GroupByKey()
+            | "Units" >> beam.FlatMap(lambda keyed: keyed[1])
+            # Back to the default trigger: every grouping downstream waits for all of its input.
+            | "Wait for all again" >> beam.WindowInto(window.GlobalWindows())
+        )
 
 
 class ReadNgramFiles(beam.PTransform):
-    """Groups of (path, size) (see pack_files) -> tagged outputs: run tables ("runs"),
-    named reject tables, and per group a named list of file stats."""
+    """Work units (see pack_files) -> tagged outputs: run tables ("runs"), named reject
+    tables, and per unit a named list of file (or slice) stats (see merge_file_stats)."""
 
     def __init__(self, settings: ReadSettings):
         super().__init__()
         self.settings = settings
 
-    def expand(self, files):
+    def expand(self, units):
+        spread = SlicesInOrder() if self.settings.slice_bytes else beam.Reshuffle()
         return (
-            files
-            # One file is one unit of work; spread them over the workers.
-            | "Spread files over workers" >> beam.Reshuffle()
+            units
+            | "Spread work units over workers" >> spread
             | "Parse rows and collapse runs" >> beam.ParDo(ReadNgramFile(self.settings)).with_outputs(
                 ReadNgramFile.REJECTS, ReadNgramFile.FILE_STATS, main="runs")
         )

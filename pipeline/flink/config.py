@@ -1,26 +1,21 @@
 """Flink configuration folders: infra/flink's policy plus what one run or cluster needs."""
 
 import os
-import re
 import shutil
 
 import yaml
 
 from pipeline.flink.provision import INFRA
 from pipeline.errors import UserError
+from pipeline.options import size_bytes
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 #: A TaskManager below this cannot hold Flink's fixed overheads plus RocksDB.
 MIN_TASKMANAGER_MEMORY = 1 << 30
 
 
 def memory_bytes(text: str, what: str = "--taskmanager-memory") -> int:
-    """'2g', '1536m', '2GiB' -> bytes."""
-    found = _SIZE.match(str(text))
-    if not found:
-        raise UserError(f"{what} takes a size such as 2g or 1536m, got {text!r}")
-    size = int(float(found.group(1)) * _UNITS[found.group(2).lower()])
+    """'2g', '1536m', '2GiB' -> bytes, at least MIN_TASKMANAGER_MEMORY."""
+    size = size_bytes(text, what)
     if size < MIN_TASKMANAGER_MEMORY:
         raise UserError(f"{what} must be at least 1g, got {text}")
     return size

@@ -1,0 +1,108 @@
+"""Files read in slices (checkpointed Flink imports) give exactly what a whole-file read gives.
+
+A slice holds the lines that start in its range of decompressed bytes; a slice
+read by a reader continuing from the previous one and one read by a fresh
+reader that skips there must be the same lines with the same numbers.
+"""
+
+import gzip
+import os
+import random
+
+import pyarrow as pa
+import pytest
+
+from transforms import read
+from transforms.counts import merge_runs
+
+LINES = [b"alpha\t1990\t3\t1", b"alpha\t1991\t2\t1", b"beta gamma\t2000\t7\t2", b"not a row",
+         b"delta\t2001\t1\t1" + b"x" * 300, b"epsilon\t1950\t4\t3", b"zeta\t1960\t5\t2"]
+
+
+def gz(path, text: bytes) -> str:
+    with gzip.open(path, "wb") as fh:
+        fh.write(text)
+    return str(path)
+
+
+def pieces(reader, start, end):
+    for _ in reader.lines_before(start):
+        pass
+    return list(reader.lines_before(end))
+
+
+def flat(found) -> list[tuple[int, bytes]]:
+    """(line number, line) of every line in the pieces."""
+    lines = []
+    for first, count, data in found:
+        parts = data.split(b"\n")
+        parts = parts[:-1] if data.endswith(b"\n") else parts
+        assert len(parts) == count
+        lines += [(first + i, part) for i, part in enumerate(parts)]
+    return lines
+
+
+@pytest.mark.parametrize("trailing_newline", [True, False])
+@pytest.mark.parametrize("slice_bytes", [1, 15, 16, 17, 40, 333, 10_000])
+def test_slices_hold_each_line_once_fresh_or_continued(tmp_path, slice_bytes, trailing_newline):
+    text = b"\n".join(LINES * 30) + (b"\n" if trailing_newline else b"")
+    path = gz(tmp_path / "f.gz", text)
+    whole = flat(read.LineReader(path, "2012").lines_before(None))
+    assert [line for _, line in whole] == (LINES * 30) and [n for n, _ in whole] == list(range(1, 211))
+
+    slices = -(-len(text) // slice_bytes)
+    fresh, continued, reader = [], [], read.LineReader(path, "2012")
+    for k in range(slices):
+        end = None if k == slices - 1 else (k + 1) * slice_bytes
+        got = flat(pieces(read.LineReader(path, "2012"), k * slice_bytes, end))
+        starts = [sum(len(line) + 1 for _, line in whole[:n - 1]) for n, _ in got]
+        assert all(k * slice_bytes <= s and (end is None or s < end) for s in starts), "a line in the wrong slice"
+        fresh += got
+        continued += flat(pieces(reader, k * slice_bytes, end))
+    assert fresh == whole and continued == whole
+
+
+def test_a_slice_unit_reads_like_the_whole_file(tmp_path):
+    """Run tables, rejects (with their line numbers) and merged statistics, through ReadNgramFile itself."""
+    rng = random.Random(1)
+    lines = [f"w{rng.randrange(500)} w{rng.randrange(50)}\t{rng.randrange(1800, 2000)}\t{rng.randrange(1, 10**6)}"
+             f"\t{rng.randrange(1, 100)}".encode() for _ in range(12_000)]
+    lines[::6] = [b"not a row"] * 2000
+    text = b"\n".join(lines) + b"\n"
+    path = gz(tmp_path / "g.gz", text)
+    size = os.path.getsize(path)
+
+    def read_units(settings, units):
+        fn = read.ReadNgramFile(settings)
+        fn.setup()
+        tables, rejects, stats = [], [], []
+        for unit in units:
+            for out in fn.process(unit):
+                if not isinstance(out, read.beam.pvalue.TaggedOutput):
+                    tables.append(out)
+                elif out.tag == fn.REJECTS:
+                    rejects.append(out.value[1])
+                else:
+                    stats += out.value[1]
+        runs = merge_runs(pa.concat_tables(tables)).sort_by("ngram")
+        return runs, pa.concat_tables(rejects).sort_by("line"), read.merge_file_stats(stats)
+
+    whole = read_units(read.ReadSettings(), read.pack_files([(path, size)], 1 << 30))
+    slice_bytes = size * read.EXPANSION // 7
+    units = read.pack_files([(path, size)], 1 << 30, slice_bytes)
+    assert len(units) > 1 and all(len(u) == 1 for u in units)
+    sliced = read_units(read.ReadSettings(slice_bytes=slice_bytes), units)
+    # Out of order, each slice starts a fresh reader (what a restore does).
+    shuffled = read_units(read.ReadSettings(slice_bytes=slice_bytes), units[::-1])
+    assert whole[2][0]["rows_read"] == 12_000 and whole[2][0]["rows_rejected"] == 2000
+    for result in (sliced, shuffled):
+        assert result[0].equals(whole[0]) and result[1].equals(whole[1]) and result[2] == whole[2]
+
+
+def test_pack_files_cuts_only_large_files_and_only_when_asked():
+    files = [("/a", 100), ("/b", 10_000), ("/c", 50)]
+    assert read.pack_files(files, 1 << 20) == [[("/a", 100, 0, 1), ("/b", 10_000, 0, 1), ("/c", 50, 0, 1)]]
+    units = read.pack_files(files, 1 << 20, slice_bytes=10_000)
+    expected_slices = -(-10_000 * read.EXPANSION // 10_000)
+    assert units == [[("/a", 100, 0, 1)]] + [[("/b", 10_000, k, expected_slices)] for k in range(expected_slices)] \
+        + [[("/c", 50, 0, 1)]]
