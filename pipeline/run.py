@@ -50,12 +50,12 @@ def pipeline_options(opts) -> PipelineOptions:
 
 
 @contextlib.contextmanager
-def _runner(opts: ImportOptions):
+def _runner(opts: ImportOptions, files):
     """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
     if opts.runner == "flink":
-        from pipeline.flink.session import flink_run
+        from pipeline.flink.session import flink_run, run_identity
 
-        with flink_run(opts) as (args, info):
+        with flink_run(opts, run_identity(opts, files)) as (args, info):
             yield args, info
     else:
         yield direct_runner_args(opts), None
@@ -69,7 +69,7 @@ def _input_error(err: Exception) -> str | None:
 
 def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool):
     """Run the import; returns what the manifest records about the runner (None for the embedded one)."""
-    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir, _runner(opts) as (args, info):
+    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir, _runner(opts, files) as (args, info):
         reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
         if reporter:
             reporter.start()
@@ -105,6 +105,10 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     opts.validate()
     files, totalcounts_files = expand_inputs(_local_inputs(opts))
     totalcounts = _totalcounts([p for p, _ in totalcounts_files])
+    if opts.resume_from:
+        from pipeline.flink.session import check_resumable, resume_point, run_identity
+
+        check_resumable(resume_point(opts.resume_from), run_identity(opts, files))
     out = OutputDir(opts.output)
     note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
                        resume=opts.resume_from is not None)

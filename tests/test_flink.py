@@ -172,36 +172,44 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
     (taskmanager,) = cluster.taskmanager_pids()
     kill(taskmanager)
     cluster.add_taskmanager()
+    print(f"\nTaskManager killed after {before['counts']['completed']} completed checkpoints")
 
     code, err = finish(process)
     assert code == 0, err
     stats = rest.checkpoints(cluster.rest_address, job)
     assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
-    print(f"\ncheckpoints before the kill: {before['counts']['completed']}, in all: {stats['counts']}")
+    print(f"checkpoints in all: {stats['counts']}")
     assert_same_dataset(tmp_path / "out", reference)
 
 
-@pytest.mark.xfail(reason="a resubmitted Beam job cannot restore an unaligned checkpoint: Beam 2.62 gives the "
-                          "ToKeyedWorkItem operators no uid, their generated ids change between submissions, and "
-                          "Flink refuses their in-flight state (README: Known limits)", strict=False)
-def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, reference, cluster, tmp_path):
+def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
+                                                                         tmp_path):
     process = start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints")
     job = running_job(cluster, process)
-    wait_for_checkpoints(cluster, job, completed=2)
+    started = time.time()
+    wait_for_checkpoints(cluster, job, completed=1)
+    assert rest.jobs(cluster.rest_address)[0]["state"] == "RUNNING", "the kill must hit a running job"
     for pid in cluster.taskmanager_pids() + [cluster.state()["jobmanager"]["pid"]]:
         kill(pid)
+    print(f"\ncluster killed {time.time() - started:.1f} s into the job")
 
     code, err = finish(process)
-    assert code == 1, err
+    print(f"the import failed {time.time() - started:.1f} s into the job")
+    assert code == 1, f"the import must fail with its cluster (exit {code}):\n{err}"
     assert os.path.exists(tmp_path / "out" / "_INCOMPLETE")
-    resume_from = re.search(r"resume with --resume-from (\S+)", err).group(1)
+    hint = re.search(r"resume with --resume-from (\S+)", err)
+    assert hint, f"the failure must name the checkpoint to resume from:\n{err}"
 
     cluster.up(taskmanagers=1, memory="2g", slots=2)  # a fresh JobManager and TaskManager
     code, err = finish(start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints",
-                                    "--resume-from", resume_from))
+                                    "--resume-from", hint.group(1), "--min-count", "2"))
+    assert code == 2 and "belongs to an import with other options" in err, err
+    code, err = finish(start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints",
+                                    "--resume-from", hint.group(1)))
     assert code == 0, err
+    print(f"the resumed import finished {time.time() - started:.1f} s after the first started")
     manifest = json.load(open(tmp_path / "out" / "_manifest.json"))
-    assert manifest["flink"]["resumed_from"] == resume_from
+    assert manifest["flink"]["resumed_from"] == hint.group(1)
     (job,) = [j["jid"] for j in rest.jobs(cluster.rest_address)]
     assert rest.checkpoints(cluster.rest_address, job)["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)

@@ -8,6 +8,7 @@ newest retained one (``--resume-from``), a successful run deletes them.
 
 import contextlib
 import glob
+import json
 import os
 import re
 import resource
@@ -27,6 +28,11 @@ LOCAL = "[local]"
 #: bounded job can end (Beam keeps them alive forever otherwise).
 SOURCE_IDLE_MS = 2000
 MAX_BUNDLE_SIZE = 10
+#: In a checkpointed run's checkpoint folder: what the run imports, to check a resume against.
+RUN_RECORD = "ngramflow-run.json"
+#: Options that may change between an interrupted run and its resumption.
+_RESUMABLE_CHANGES = ("checkpoint_interval", "checkpoint_dir", "resume_from", "taskmanager_memory", "flink_master",
+                      "workers", "overwrite", "beam_args")
 _COMPLETED = re.compile(r"Completed checkpoint (\d+) for job \w+ \((\d+) bytes, checkpointDuration=(\d+) ms")
 
 
@@ -72,6 +78,27 @@ def resume_point(path: str) -> str:
     if not found:
         raise UserError(f"--resume-from {path}: no completed checkpoint (chk-N/_metadata) there")
     return found
+
+
+def run_identity(opts, files) -> dict:
+    """What a checkpoint's state depends on: the exact input files, the options that shape the counts, the output."""
+    options = {k: v for k, v in opts.recorded().items() if k not in _RESUMABLE_CHANGES}
+    return json.loads(json.dumps({"inputs": [[path, size] for path, size in files], "options": options,
+                                  "output": os.path.abspath(opts.output)}))
+
+
+def check_resumable(checkpoint: str, identity: dict) -> None:
+    """Refuse a checkpoint taken by an import of other inputs, options or output: its counts would be wrong."""
+    record = os.path.join(os.path.dirname(os.path.dirname(checkpoint)), RUN_RECORD)
+    if "://" in checkpoint or not os.path.exists(record):
+        return  # shared storage, or a checkpoint from elsewhere: Flink's own checks only
+    with open(record) as fh:
+        recorded = json.load(fh)
+    differs = [part for part in ("inputs", "options", "output") if recorded.get(part) != identity[part]]
+    if differs:
+        raise UserError(f"--resume-from {checkpoint} belongs to an import with other {' and '.join(differs)}; "
+                        "resume with the interrupted command (same inputs, options and --output), "
+                        "or start over without --resume-from")
 
 
 def _completed_checkpoints(log_path: str) -> list[dict]:
@@ -126,12 +153,13 @@ def _pipeline_args(opts, endpoint: str, worker: str, checkpoint_root: str | None
 
 
 @contextlib.contextmanager
-def flink_run(opts):
+def flink_run(opts, identity: dict):
     """Job server (with the embedded cluster for [local]) and Python worker for one import.
 
     Yields (Beam pipeline arguments, FlinkRunInfo). A failure of the job comes
     out as RunFailed naming the job server's log and, for checkpointed runs,
     the checkpoint to resume from; input errors pass through unchanged.
+    ``identity`` (run_identity) is recorded beside the run's checkpoints.
     """
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     run_dir = os.path.join(FLINK_HOME, "runs", run_id)
@@ -143,6 +171,9 @@ def flink_run(opts):
         checkpoint_root = os.path.join(os.path.abspath(opts.checkpoint_dir), run_id)
         info.checkpoint_dir, info.resumed_from = checkpoint_root, resume
         settings["state.checkpoints.dir"] = f"file://{checkpoint_root}"
+        os.makedirs(checkpoint_root, exist_ok=True)
+        with open(os.path.join(checkpoint_root, RUN_RECORD), "w") as fh:
+            json.dump(identity, fh)
         if resume:  # [local] reads it from the configuration, a cluster from --savepoint_path
             settings["execution.savepoint.path"] = resume
     heap_flags = []
