@@ -84,6 +84,24 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool):
     return info
 
 
+#: Submissions of a resumed job whose checkpoint Flink could not map (see CheckpointNotMapped).
+RESUME_ATTEMPTS = 10
+
+
+def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool):
+    if not opts.resume_from:
+        return _run_pipeline(opts, files, out, progress)
+    from pipeline.flink.session import CheckpointNotMapped
+
+    for attempt in range(1, RESUME_ATTEMPTS + 1):
+        try:
+            return _run_pipeline(opts, files, out, progress)
+        except CheckpointNotMapped as err:
+            if attempt == RESUME_ATTEMPTS:
+                raise RunFailed(f"{err} in {attempt} submissions; the checkpoint is intact, try again") from None
+            print(f"ngramflow: {err}; submitting again ({attempt + 1} of {RESUME_ATTEMPTS})", file=sys.stderr)
+
+
 def _local_inputs(opts: ImportOptions) -> list[str]:
     """The inputs with http(s) URLs and corpus: specs replaced by verified files in the cache."""
     try:
@@ -114,7 +132,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
                        resume=opts.resume_from is not None)
     started = time.time()
     try:
-        runner_info = _run_pipeline(opts, files, out, progress)
+        runner_info = _run_resumable(opts, files, out, progress)
     except KeyboardInterrupt:
         out.mark_failed("interrupted by the user")
         raise

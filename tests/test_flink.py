@@ -16,7 +16,7 @@ import time
 import duckdb
 import pytest
 
-from conftest import import_ok
+from conftest import NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012
 from pipeline.flink import jvm, provision, rest
 from pipeline.flink.cluster import SessionCluster
 
@@ -103,6 +103,12 @@ def test_batch_and_checkpointed_flink_equal_the_embedded_runner(flink_provisione
     assert len(flink["checkpoints"]) >= 2, "checkpoints must complete while the import runs"
     assert 0 < flink["job_server_peak_rss_bytes"] < 2 * 2**30
     assert not os.path.exists(flink["checkpoint_dir"]), "a complete import leaves no checkpoints behind"
+
+
+def test_bundled_sample_on_flink_matches_duckdb(flink_provisioned, tmp_path):
+    """The README's sample imported with --runner flink as a user types it, against DuckDB over the same files."""
+    dataset = import_ok(os.path.join(SAMPLE, "2012"), tmp_path / "out", "--runner", "flink")
+    assert_same_rows(ngrams_of(dataset), reference_2012(gz_files(os.path.join(SAMPLE, "2012")), where=NOT_TAGGED))
 
 
 # --- faults on a standalone cluster ---------------------------------------------------------------

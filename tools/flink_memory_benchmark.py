@@ -1,11 +1,12 @@
 """Peak memory of every process of a checkpointed Flink import on a local session cluster.
 
-    .venv/bin/python tools/flink_memory_benchmark.py [--rows 800000] [--taskmanager-memory 2g]
+    .venv/bin/python tools/flink_memory_benchmark.py [--rows 2400000 | --corpus DIR] [--taskmanager-memory 2g]
+                                                     [--slice-size 64m]
 
-Generates a synthetic corpus (4x the Flink tests' corpus by default), starts a
-cluster (one JobManager, one TaskManager bounded to --taskmanager-memory),
-runs `ngramflow import --runner flink --mode checkpointed` against it, and
-prints a Markdown table of peak RSS (VmHWM) per process: job server, JobManager,
+Generates a synthetic corpus (4x the Flink tests' corpus by default) or takes
+the files under --corpus, starts a cluster (one JobManager, one TaskManager
+bounded to --taskmanager-memory), runs `ngramflow import --runner flink --mode
+checkpointed` against it, and prints the checkpoint durations and a Markdown table of peak RSS (VmHWM) per process: job server, JobManager,
 TaskManager, and the Python worker (the import process itself, LOOPBACK).
 Everything it starts is stopped by pid; its files live in a temporary folder.
 """
@@ -32,19 +33,24 @@ def mib(n) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=800_000)
+    parser.add_argument("--rows", type=int, default=2_400_000)
+    parser.add_argument("--corpus", help="import these files instead of a generated corpus")
     parser.add_argument("--taskmanager-memory", default="2g")
     parser.add_argument("--checkpoint-interval", default="2")
+    parser.add_argument("--slice-size", default="64m")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ngramflow-flink-bench-") as tmp:
-        generate(os.path.join(tmp, "corpus"), rows=args.rows, seed=7, orders=(1, 2, 3), formats=("2012",),
-                 malformed=5)
+        corpus = args.corpus
+        if corpus is None:
+            corpus = os.path.join(tmp, "corpus", "2012")
+            generate(os.path.join(tmp, "corpus"), rows=args.rows, seed=7, orders=(1, 2, 3), formats=("2012",),
+                     malformed=5)
         cluster = SessionCluster(os.path.join(tmp, "cluster"))
         try:
             cluster.up(taskmanagers=1, memory=args.taskmanager_memory, slots=2)
             started = time.time()
             done = subprocess.run(
-                [sys.executable, "-m", "pipeline.cli", "import", os.path.join(tmp, "corpus", "2012"),
+                [sys.executable, "-m", "pipeline.cli", "import", corpus, "--slice-size", args.slice_size,
                  "--output", os.path.join(tmp, "out"), "--quiet", "--runner", "flink", "--mode", "checkpointed",
                  "--checkpoint-interval", args.checkpoint_interval, "--flink-master", cluster.rest_address,
                  "--checkpoint-dir", os.path.join(tmp, "checkpoints")],

@@ -36,6 +36,18 @@ _RESUMABLE_CHANGES = ("checkpoint_interval", "checkpoint_dir", "resume_from", "t
 _COMPLETED = re.compile(r"Completed checkpoint (\d+) for job \w+ \((\d+) bytes, checkpointDuration=(\d+) ms")
 
 
+class CheckpointNotMapped(RunFailed):
+    """A resumed job could not place the in-flight data of its checkpoint in the resubmitted program.
+
+    Beam gives some operators (ToKeyedWorkItem) no uid, so Flink derives their
+    ids from the order in which the job server translated the pipeline, and
+    that order can differ between job server processes. Flink refuses such a
+    restore before any task runs, so submitting again (a new job server) is safe.
+    """
+
+    MARKER = "Cannot map checkpoint/savepoint state for operator"
+
+
 @dataclass
 class FlinkRunInfo:
     """What the manifest records about a Flink run."""
@@ -199,6 +211,9 @@ def flink_run(opts, identity: dict):
     except Exception as err:
         if isinstance(err, (RunFailed, UserError)) or InputFileError.MARKER in str(err):
             raise
+        if resume and CheckpointNotMapped.MARKER in str(err):
+            raise CheckpointNotMapped(f"the resumed job could not map {resume} onto the resubmitted program "
+                                      f"(job server log: {log_path})") from None
         hint = ""
         if checkpoint_root and newest_checkpoint(checkpoint_root):
             hint = f"; resume with --resume-from {newest_checkpoint(checkpoint_root)}"
