@@ -31,6 +31,18 @@ def mib(n) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
+def checkpoint_timeline(address: str, job: str, history: list[dict]) -> str:
+    """When the read stage ran and when each checkpoint was triggered and ended, in seconds from the job's start."""
+    vertices = rest.get(address, f"/jobs/{job}")["vertices"]
+    start = min(v["start-time"] for v in vertices)
+    (read,) = [v for v in vertices if "Spread work units over workers" in v["name"]]
+    events = ", ".join(f"#{c['id']} {(c['trigger_timestamp'] - start) / 1000:.1f}-"
+                       f"{(c['latest_ack_timestamp'] - start) / 1000:.1f} s {c['status'].lower()}"
+                       for c in sorted(history, key=lambda c: c["id"]))
+    return (f"read stage ran {(read['start-time'] - start) / 1000:.1f}-{(read['end-time'] - start) / 1000:.1f} s "
+            f"of the job; checkpoints: {events}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=2_400_000)
@@ -64,7 +76,9 @@ def main() -> int:
             (taskmanager_pid,) = cluster.taskmanager_pids()
             taskmanager = jvm.peak_rss_bytes(taskmanager_pid)
             (job,) = rest.jobs(cluster.rest_address)
-            counts = rest.checkpoints(cluster.rest_address, job["jid"])["counts"]
+            stats = rest.checkpoints(cluster.rest_address, job["jid"])
+            counts = stats["counts"]
+            timeline = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
         finally:
             cluster.down()
         manifest = json.load(open(os.path.join(tmp, "out", "_manifest.json")))
@@ -74,7 +88,8 @@ def main() -> int:
           f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; import wall time {wall:.0f} s")
     print(f"checkpoints: {counts['completed']} completed, {counts['failed']} failed; durations "
           f"min {durations[0] if durations else '-'} ms, median {durations[len(durations) // 2] if durations else '-'} "
-          f"ms, max {durations[-1] if durations else '-'} ms\n")
+          f"ms, max {durations[-1] if durations else '-'} ms")
+    print(f"{timeline}\n")
     print("| process | peak RSS |\n| --- | --- |")
     print(f"| job server (FlinkJobServerDriver) | {mib(flink['job_server_peak_rss_bytes'])} |")
     print(f"| JobManager | {mib(jobmanager)} |")
