@@ -88,7 +88,8 @@ def _add_import(sub):
     flink.add_argument("--slice-size", metavar="SIZE",
                        help=f"checkpointed mode: files are read in slices of about this much decompressed text "
                             f"(default {DEFAULT_SLICE_SIZE}), so a checkpoint waits for the slices being read, "
-                            f"never for whole files; not with --on-corrupt-file skip, which reads files whole")
+                            f"never for whole files; not with --on-corrupt-file skip, which reads files whole"
+                            "%(default).0s")
     flink.add_argument("--taskmanager-memory", metavar="SIZE",
                        help=f"[local]: the bound of the embedded cluster's memory (default "
                             f"{DEFAULT_TASKMANAGER_MEMORY}); a cluster's TaskManagers are sized by 'flink up'")
