@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 import schemas
 from pipeline.output import OutputDir
 from transforms import columnar, sinks
-from transforms.sinks import write_table
 
 VOCABULARY = 250_000
 #: Share of the n-grams per order; all the vocabulary's 1-grams come first.
@@ -106,7 +105,7 @@ def build(path: str, ngrams: int, shards: int, seed: int) -> dict:
         for part in range(shards):
             table = ngram_table(rng, strings.filter(pa.array(shard == part)), order)
             table = table.take(pc.sort_indices(table, [("ngram", "ascending")]))
-            write_table(out.path, f"ngrams/order={order}/part-{part:05d}", table, schemas.NGRAMS_WITH_YEARS)
+            sinks.write_table(out.path, f"ngrams/order={order}/part-{part:05d}", table, schemas.NGRAMS_WITH_YEARS)
             stats["match_count"] += pc.sum(table["match_count"]).as_py()
             stats["volume_count"] += pc.sum(table["volume_count"]).as_py()
             if order == 1:

@@ -25,7 +25,7 @@ import time
 import duckdb
 
 from pipeline.dataset import Dataset
-from pipeline.lookups import COUNT_COLUMNS, Ngram, count
+from pipeline.lookups import count, count_query, parse_ngram
 
 PY = sys.executable
 
@@ -60,7 +60,8 @@ def query_seconds(ds: Dataset, ngrams: list[str]) -> float:
         evict(ds.path)
         con = ds.connect()
         started = time.perf_counter()
-        count(con, ds.ngrams_of_order(ngram.count(" ") + 1), Ngram(ngram, ngram), False, ds.keep_years)
+        parsed = parse_ngram(ngram, ds.lowercase)
+        count(con, ds.ngrams_of_order(parsed.order), parsed, False, ds.keep_years)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -79,9 +80,8 @@ def aggregate_seconds(ds: Dataset) -> float:
 
 def scan_stats(ds: Dataset, ngram: str) -> tuple[str, str]:
     """(row groups scanned / in the order's files, data read) of `count NGRAM`'s query, from EXPLAIN ANALYZE."""
-    plan = ds.connect().execute(f"EXPLAIN ANALYZE SELECT {', '.join(COUNT_COLUMNS)} "
-                                f"FROM {ds.ngrams_of_order(ngram.count(' ') + 1)} WHERE ngram = ?",
-                                [ngram]).fetchall()[0][1]
+    source = ds.ngrams_of_order(parse_ngram(ngram, ds.lowercase).order)
+    plan = ds.connect().execute("EXPLAIN ANALYZE " + count_query(source), [ngram]).fetchall()[0][1]
     groups = re.search(r"Row Groups Scanned: (\d+ / \d+)", plan).group(1)
     read = re.search(r"Data Read: +([\d.]+ \w+)", plan).group(1)
     return groups, read

@@ -128,7 +128,8 @@ def _import(args) -> int:
         max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
         cache=args.cache, runner=args.runner, flink_master=args.flink_master, mode=args.mode,
         checkpoint_interval=args.checkpoint_interval, checkpoint_dir=args.checkpoint_dir,
-        resume_from=args.resume_from, slice_size=args.slice_size, taskmanager_memory=args.taskmanager_memory, beam_args=args.beam_args,
+        resume_from=args.resume_from, slice_size=args.slice_size, taskmanager_memory=args.taskmanager_memory,
+        beam_args=args.beam_args,
         mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order),
     )
     result = run_import(opts, progress=not args.quiet)
@@ -178,14 +179,15 @@ def _mkn(args) -> int:
     logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
     from pipeline.mkn import fallback_notes, summary_lines
     from pipeline.mkn_run import run_mkn
+    from pipeline.run import summary_row
 
     manifest = run_mkn(args.dataset, _mkn_settings(args, args.order), overwrite=args.overwrite,
                        workers=args.workers, beam_args=args.beam_args)
     if not args.quiet:
         section = manifest["mkn"]
         lines = [f"ngramflow mkn complete: {args.dataset}"]
-        summary_lines(section, lambda label, value: lines.append(f"  {label:<26}{value:>16}"))
-        lines.append(f"  {'wall time':<26}{section['wall_seconds']:>14,.1f} s")
+        summary_lines(section, lambda label, value: lines.append(summary_row(label, value)))
+        lines.append(summary_row("wall time", f"{section['wall_seconds']:,.1f} s"))
         print("\n".join(lines + fallback_notes(section)))
     return 0
 

@@ -10,6 +10,7 @@ Only local directories are read. Nothing here imports Beam: a query's process
 starts in a fraction of a second.
 """
 
+import functools
 import glob
 import json
 import os
@@ -59,7 +60,7 @@ class Dataset:
     def file(self, *parts: str) -> str:
         return os.path.join(self.path, *parts)
 
-    @property
+    @functools.cached_property
     def orders(self) -> list[int]:
         """The n-gram orders the dataset has."""
         return sorted(int(o) for o, stats in self.manifest["orders"].items() if stats["ngrams"])
@@ -72,7 +73,7 @@ class Dataset:
     def lowercase(self) -> bool:
         return bool(self.manifest["options"].get("lowercase"))
 
-    @property
+    @functools.cached_property
     def has_totalcounts(self) -> bool:
         return os.path.exists(self.file("totalcounts.parquet"))
 
@@ -103,8 +104,13 @@ class Dataset:
         """The n-grams of one order as a table expression that reads only ngrams/order=N/ (None: no such order)."""
         if order not in self.orders:
             return None
-        return f"read_parquet({_sql_string(self.file('ngrams', f'order={order}', '*.parquet'))})"
+        return self._read_parquet(f"ngrams/order={order}/*.parquet", partitioned=False)
 
+    def _read_parquet(self, pattern: str, partitioned: bool) -> str:
+        options = ", hive_partitioning = true, hive_types = {'order': 'TINYINT'}" if partitioned else ""
+        return f"read_parquet({_sql_string(self.file(pattern))}{options})"
+
+    @functools.cached_property
     def _outputs(self) -> dict[str, tuple[str, pa.Schema, bool]]:
         """View name -> (its files, its schema, whether it is partitioned in order=N folders)."""
         outputs = {
@@ -122,9 +128,8 @@ class Dataset:
 
     def table(self, name: str) -> str:
         """An output (a view name) as a table expression; a filter on "order" skips the other orders' files."""
-        pattern, _, partitioned = self._outputs()[name]
-        options = ", hive_partitioning = true, hive_types = {'order': 'TINYINT'}" if partitioned else ""
-        return f"read_parquet({_sql_string(self.file(pattern))}{options})"
+        pattern, _, partitioned = self._outputs[name]
+        return self._read_parquet(pattern, partitioned)
 
     def connect(self, views: bool = False) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection, with a view per output of the dataset if asked.
@@ -135,7 +140,7 @@ class Dataset:
         con = duckdb.connect()
         # A query may look up several n-grams in the same files; read each footer once.
         con.execute("SET parquet_metadata_cache = true")
-        for name, (pattern, schema, _) in (self._outputs() if views else {}).items():
+        for name, (pattern, schema, _) in (self._outputs if views else {}).items():
             if next(glob.iglob(glob.escape(self.path) + "/" + pattern), None) is None:
                 # An output with no rows may have no files: an empty table keeps queries over it valid.
                 con.register(name, schema.empty_table())

@@ -28,22 +28,26 @@ class Ngram:
         return self.text.count(" ") + 1
 
 
-def parse_ngram(typed: str, lowercase: bool, max_order: int = MAX_ORDER) -> Ngram:
+def parse_ngram(typed: str, lowercase: bool) -> Ngram:
     """Tokens separated by any whitespace; case folded as the import folded it (``--lowercase``)."""
     tokens = typed.split()
     if not tokens:
         raise UserError("an n-gram needs at least one token")
-    if len(tokens) > max_order:
-        raise UserError(f"'{typed}' has {len(tokens)} tokens; n-grams have at most {max_order}")
+    if len(tokens) > MAX_ORDER:
+        raise UserError(f"'{typed}' has {len(tokens)} tokens; n-grams have at most {MAX_ORDER}")
     return Ngram(" ".join(fold_case(t) if lowercase else t for t in tokens), typed)
+
+
+def count_query(source: str) -> str:
+    """The query of an exact count; one parameter, the n-gram."""
+    return f"SELECT {', '.join(COUNT_COLUMNS)} FROM {source} WHERE ngram = ?"
 
 
 def count(con, source: str | None, ngram: Ngram, ignore_case: bool, keep_years: bool) -> tuple:
     """(ngram, match_count, volume_count, first_year, last_year, years[, variants]); zeros when absent."""
     if ignore_case:
         return _count_variants(con, source, ngram, keep_years)
-    found = [] if source is None else con.execute(
-        f"SELECT {', '.join(COUNT_COLUMNS)} FROM {source} WHERE ngram = ?", [ngram.text]).fetchall()
+    found = [] if source is None else con.execute(count_query(source), [ngram.text]).fetchall()
     return found[0] if found else (ngram.text, 0, 0, None, None, 0)
 
 

@@ -9,10 +9,11 @@ included, has been written.
 import io
 import os
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
@@ -22,7 +23,7 @@ from pipeline.output import OutputDir
 from transforms.mkn import arpa
 from transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
 from transforms.mkn.stage import EstimateMkn
-from transforms.sinks import WriteRecords, WriteTables
+from transforms.sinks import WriteRecords, WriteTables, publish
 
 # Statistics the stage leaves under _work/ for the manifest.
 MKN_ORDERS, MKN_ORPHANS = "_work/mkn_orders", "_work/mkn_orphans"
@@ -45,9 +46,6 @@ class MknSettings:
         if self.arpa:
             check_arpa_target(self.arpa, overwrite)
         return self
-
-    def recorded(self) -> dict:
-        return asdict(self)
 
 
 def parse_fallback(values: list[str]) -> tuple | None:
@@ -77,8 +75,9 @@ def mkn_folder(table: str, order: int) -> str:
     return FileSystems.join("mkn", table, f"order={order}")
 
 
-def ngram_counts(table: pa.Table):
-    """(ngram, match count) pairs of an n-gram table."""
+def ngram_counts(table: pa.Table, max_order: int):
+    """(ngram, match count) pairs of an n-gram table's rows of orders 1..max_order."""
+    table = table.filter(pc.less(pc.count_substring(table["ngram"], " "), max_order))
     return zip(table.column("ngram").to_pylist(), table.column("match_count").to_pylist())
 
 
@@ -116,7 +115,7 @@ def build_mkn(ngram_tables, out: OutputDir, settings: MknSettings, parts: int) -
     """Add the stage, from n-gram tables (ngram and match_count columns) to its files, to the pipeline."""
     results = (
         ngram_tables
-        | "N-gram counts" >> beam.FlatMap(ngram_counts)
+        | "N-gram counts" >> beam.FlatMap(ngram_counts, settings.order)
         | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
     )
     for table, schema in (("ngrams", schemas.MKN_NGRAMS), ("contexts", schemas.MKN_CONTEXTS)):
@@ -168,7 +167,7 @@ def finish_mkn(out: OutputDir, settings: MknSettings) -> dict:
         "arpa": settings.arpa,
     }
     if settings.arpa:
-        write_arpa(out, settings.order, settings.arpa)
+        write_arpa(out, section, settings.arpa)
     return section
 
 
@@ -177,29 +176,32 @@ def _model_files(out: OutputDir, order: int) -> list[str]:
     return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
 
 
-def _entries(paths: list[str], with_backoff: bool):
+def _entries(paths: list[str]):
+    """Batches of (ngram, log10 prob, log10 backoff); the backoff is null exactly at the highest order."""
     for path in paths:
         with FileSystems.open(path) as fh:
             for batch in pq.ParquetFile(fh).iter_batches(
                     batch_size=ARPA_BATCH_ROWS, columns=["ngram", "log10_prob", "log10_backoff"]):
-                ngrams, probs, backoffs = (column.to_pylist() for column in batch.columns)
-                yield list(zip(ngrams, probs, backoffs if with_backoff else [None] * len(ngrams)))
+                yield list(zip(*(column.to_pylist() for column in batch.columns)))
 
 
-def write_arpa(out: OutputDir, model_order: int, path: str) -> None:
+def write_arpa(out: OutputDir, section: dict, path: str) -> None:
     """Stream the model's Parquet files into an ARPA file, written under a temporary name, then renamed."""
     if "://" not in path:
         path = os.path.abspath(path)  # Beam's local create needs a folder name
-    files = [_model_files(out, order) for order in range(1, model_order + 1)]
-    counts = [out.parquet_rows(mkn_folder("ngrams", order)) for order in range(1, model_order + 1)]
-    tmp = path + ".tmp"
-    with io.TextIOWrapper(FileSystems.create(tmp), encoding="utf-8", newline="\n") as fh:
+    model_order = section["order"]
+    counts = [section["orders"][str(order)]["ngrams"] for order in range(1, model_order + 1)]
+
+    def write(raw):
+        fh = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
         fh.write(arpa.header(counts))
-        for order, paths in enumerate(files, 1):
-            for chunk in arpa.section(order, _entries(paths, with_backoff=order < model_order)):
+        for order in range(1, model_order + 1):
+            for chunk in arpa.section(order, _entries(_model_files(out, order))):
                 fh.write(chunk)
         fh.write(arpa.FOOTER)
-    FileSystems.rename([tmp], [path])
+        fh.detach()
+
+    publish(path, write)
 
 
 def summary_lines(section: dict, row) -> None:

@@ -17,11 +17,11 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.errors import RunFailed, UserError, marked_reason
 from pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
 from pipeline.options import ImportOptions
-from pipeline.output import MANIFEST, OutputDir
+from pipeline.output import INCOMPLETE, MANIFEST, OutputDir
 from pipeline.run import pipeline_options
 from transforms.mkn.discount import DiscountError
 
-MKN_INCOMPLETE = "mkn/_INCOMPLETE"
+MKN_INCOMPLETE = f"mkn/{INCOMPLETE}"
 #: Model rows per Parquet part file (a part is assembled by one worker).
 ROWS_PER_PART = 1 << 20
 
@@ -101,5 +101,5 @@ def export_arpa(dataset: str, path: str, overwrite: bool = False) -> dict:
         raise UserError(f"{dataset} has no MKN model; run 'ngramflow mkn {dataset} --order N' first")
     section = manifest["mkn"]
     MknSettings(section["order"], arpa=path).validate(overwrite)
-    write_arpa(out, section["order"], path)
+    write_arpa(out, section, path)
     return section

@@ -34,14 +34,8 @@ def _plain(value):
 
 
 def _cell(value) -> str:
-    value = _plain(value)
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value).translate(_ESCAPES)
+    value = _csv_cell(value)  # JSON text has no control characters left to escape
+    return f"{value:.6g}" if isinstance(value, float) else str(value).translate(_ESCAPES)
 
 
 def _is_number(value) -> bool:

@@ -3,7 +3,6 @@
 import contextlib
 import os
 import platform
-import re
 import shlex
 import sys
 import tempfile
@@ -49,27 +48,32 @@ def pipeline_options(opts) -> PipelineOptions:
     return PipelineOptions(direct_runner_args(opts) + opts.beam_args)
 
 
+def _flink_submission(opts: ImportOptions, files) -> tuple[dict, str | None]:
+    """(run identity, checkpoint to resume from) of a Flink import; a checkpoint of another import is refused."""
+    from pipeline.flink.session import check_resumable, resume_point, run_identity
+
+    identity = run_identity(opts, files)
+    resume = resume_point(opts.resume_from) if opts.resume_from else None
+    if resume:
+        check_resumable(resume, identity)
+    return identity, resume
+
+
 @contextlib.contextmanager
-def _runner(opts: ImportOptions, files):
+def _runner(opts: ImportOptions, flink: tuple | None):
     """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
     if opts.runner == "flink":
-        from pipeline.flink.session import flink_run, run_identity
+        from pipeline.flink.session import flink_run
 
-        with flink_run(opts, run_identity(opts, files)) as (args, info):
+        with flink_run(opts, *flink) as (args, info):
             yield args, info
     else:
         yield direct_runner_args(opts), None
 
 
-def _input_error(err: Exception) -> str | None:
-    """Our one-line input error, wherever the runner wrapped it."""
-    found = re.search(re.escape(InputFileError.MARKER) + r"(.*?)(?: \[while running .*)?$", str(err), re.M)
-    return found.group(1).strip() if found else None
-
-
-def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool):
+def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
     """Run the import; returns what the manifest records about the runner (None for the embedded one)."""
-    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir, _runner(opts, files) as (args, info):
+    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir, _runner(opts, flink) as (args, info):
         reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
         if reporter:
             reporter.start()
@@ -88,14 +92,14 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool):
 RESUME_ATTEMPTS = 10
 
 
-def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool):
+def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
     if not opts.resume_from:
-        return _run_pipeline(opts, files, out, progress)
+        return _run_pipeline(opts, files, out, progress, flink)
     from pipeline.flink.session import CheckpointNotMapped
 
     for attempt in range(1, RESUME_ATTEMPTS + 1):
         try:
-            return _run_pipeline(opts, files, out, progress)
+            return _run_pipeline(opts, files, out, progress, flink)
         except CheckpointNotMapped as err:
             if attempt == RESUME_ATTEMPTS:
                 raise RunFailed(f"{err} in {attempt} submissions; the checkpoint is intact, try again") from None
@@ -123,21 +127,18 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     opts.validate()
     files, totalcounts_files = expand_inputs(_local_inputs(opts))
     totalcounts = _totalcounts([p for p, _ in totalcounts_files])
-    if opts.resume_from:
-        from pipeline.flink.session import check_resumable, resume_point, run_identity
-
-        check_resumable(resume_point(opts.resume_from), run_identity(opts, files))
+    flink = _flink_submission(opts, files) if opts.runner == "flink" else None
     out = OutputDir(opts.output)
     note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
                        resume=opts.resume_from is not None)
     started = time.time()
     try:
-        runner_info = _run_resumable(opts, files, out, progress)
+        runner_info = _run_resumable(opts, files, out, progress, flink)
     except KeyboardInterrupt:
         out.mark_failed("interrupted by the user")
         raise
     except Exception as err:
-        reason = _input_error(err) or marked_reason(err, DiscountError.MARKER)
+        reason = marked_reason(err, InputFileError.MARKER) or marked_reason(err, DiscountError.MARKER)
         out.mark_failed(reason or f"pipeline error: {err}")
         if reason:
             raise RunFailed(reason) from None
@@ -188,13 +189,17 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     return ImportResult(manifest, note)
 
 
+def summary_row(label: str, value: str) -> str:
+    """A line of the tables printed at the end of a run."""
+    return f"  {label:<26}{value:>16}"
+
+
 def summary(manifest: dict, output: str) -> str:
     """The table printed at the end of a run."""
     lines = [f"ngramflow import complete: {output}"]
-    width = 26
 
     def row(label, value):
-        lines.append(f"  {label:<{width}}{value:>16}")
+        lines.append(summary_row(label, value))
 
     row("input files", f"{len(manifest['inputs']):,}")
     if manifest["files_skipped"]:

@@ -25,6 +25,7 @@ sys.path.insert(0, PROJECT)
 from corpus.synthetic import generate  # noqa: E402
 from pipeline.flink import jvm, rest  # noqa: E402
 from pipeline.flink.cluster import SessionCluster  # noqa: E402
+from pipeline.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
 
 
 def mib(n) -> str:
@@ -47,7 +48,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=2_400_000)
     parser.add_argument("--corpus", help="import these files instead of a generated corpus")
-    parser.add_argument("--taskmanager-memory", default="2g")
+    parser.add_argument("--taskmanager-memory", default=DEFAULT_TASKMANAGER_MEMORY)
     parser.add_argument("--checkpoint-interval", default="2")
     parser.add_argument("--slice-size", default="64m")
     args = parser.parse_args()

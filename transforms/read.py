@@ -134,15 +134,13 @@ class LineReader:
         try:
             self._fill()
             self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
+            if self.format is None and self.pending.strip():
+                raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
+                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
         except BaseException:
             self.close()
             raise
-        if self.format is None:
-            if self.pending.strip():
-                self.close()
-                raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
-                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
-            self.format = "empty"
+        self.format = self.format or "empty"
 
     def _fill(self) -> bool:
         block = self.data.read(CHUNK_BYTES)
@@ -244,7 +242,7 @@ def pack_files(files, target_bytes: int, slice_bytes: int | None = None) -> list
 def merge_file_stats(parts: list[dict]) -> list[dict]:
     """One statistics record per file from the records of its slices, sorted by path."""
     merged = {}
-    for part in sorted(parts, key=lambda s: (s["path"], s.get("slice", 0))):
+    for part in sorted(parts, key=lambda s: (s["path"], s["slice"])):
         part = {k: v for k, v in part.items() if k != "slice"}
         whole = merged.setdefault(part["path"], part)
         if whole is not part:

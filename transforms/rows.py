@@ -34,7 +34,7 @@ class _Unusual(Exception):
 
 def _integers(strings, type_: pa.DataType) -> pa.Array:
     """Decimal integers only: Arrow's parser would also read hexadecimal ("0x1F")."""
-    if pc.any(pc.match_substring(strings, "x")).as_py() or pc.any(pc.match_substring(strings, "X")).as_py():
+    if pc.any(pc.match_substring(strings, "x", ignore_case=True)).as_py():
         raise _Unusual("a hexadecimal-looking number")
     return strings.cast(type_)
 

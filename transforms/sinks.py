@@ -24,7 +24,8 @@ from apache_beam.io.filesystems import FileSystems
 ROW_GROUP_ROWS = 32 * 1024
 
 
-def _publish(path: str, write) -> str:
+def publish(path: str, write) -> str:
+    """Write ``path`` with ``write(binary file)`` under a temporary name, then rename it into place."""
     if "://" not in path:  # object stores have no folders to create
         os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
@@ -39,11 +40,11 @@ def write_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str
     def write(fh):
         pq.write_table(table.cast(schema), fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
 
-    return _publish(FileSystems.join(root, f"{name}.parquet"), write)
+    return publish(FileSystems.join(root, f"{name}.parquet"), write)
 
 
 def write_json(root: str, name: str, record: dict) -> str:
-    return _publish(FileSystems.join(root, f"{name}.json"),
+    return publish(FileSystems.join(root, f"{name}.json"),
                     lambda fh: fh.write(json.dumps(record, sort_keys=True).encode()))
 
 

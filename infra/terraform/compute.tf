@@ -10,6 +10,13 @@ locals {
   # Java, Flink and the Python venv take a few GB; a TaskManager's data lives on NVMe.
   taskmanager_root_gb = 30
 
+  instance_types = { jobmanager = var.jobmanager_instance_type, taskmanager = var.taskmanager_instance_type }
+  # Memory each role's node must have, in MiB.
+  node_memory_needed_mb = {
+    jobmanager  = var.jobmanager_memory_mb + local.submitter_reserve_mb
+    taskmanager = var.taskmanager_memory_mb + var.taskmanager_slots * var.python_worker_memory_mb + local.os_reserve_mb
+  }
+
   node_metadata_options = {
     http_endpoint               = "enabled"
     http_tokens                 = "required"
@@ -21,12 +28,9 @@ data "aws_ssm_parameter" "al2023" {
   name = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
 }
 
-data "aws_ec2_instance_type" "jobmanager" {
-  instance_type = var.jobmanager_instance_type
-}
-
-data "aws_ec2_instance_type" "taskmanager" {
-  instance_type = var.taskmanager_instance_type
+data "aws_ec2_instance_type" "node" {
+  for_each      = local.instance_types
+  instance_type = each.value
 }
 
 # A fixed address for the JobManager, known before any instance exists: every node's Flink
@@ -77,12 +81,12 @@ resource "aws_launch_template" "jobmanager" {
 
   lifecycle {
     precondition {
-      condition     = contains(data.aws_ec2_instance_type.jobmanager.supported_architectures, "x86_64")
+      condition     = contains(data.aws_ec2_instance_type.node["jobmanager"].supported_architectures, "x86_64")
       error_message = "jobmanager_instance_type ${var.jobmanager_instance_type} is not x86_64 (the nodes run the x86_64 Amazon Linux 2023 image)."
     }
     precondition {
-      condition     = data.aws_ec2_instance_type.jobmanager.memory_size >= var.jobmanager_memory_mb + local.submitter_reserve_mb
-      error_message = "jobmanager_instance_type ${var.jobmanager_instance_type} has ${data.aws_ec2_instance_type.jobmanager.memory_size} MiB; the JobManager (${var.jobmanager_memory_mb} MiB) plus the job server and the import's Python process (${local.submitter_reserve_mb} MiB) need more."
+      condition     = data.aws_ec2_instance_type.node["jobmanager"].memory_size >= local.node_memory_needed_mb.jobmanager
+      error_message = "jobmanager_instance_type ${var.jobmanager_instance_type} has ${data.aws_ec2_instance_type.node["jobmanager"].memory_size} MiB; the JobManager (${var.jobmanager_memory_mb} MiB) plus the job server and the import's Python process (${local.submitter_reserve_mb} MiB) need more."
     }
     precondition {
       condition     = length(local.user_data.jobmanager) <= 16384
@@ -130,16 +134,16 @@ resource "aws_launch_template" "taskmanager" {
       error_message = "The cluster's zone (${coalesce(local.zone, "none found")}) must offer both ${var.jobmanager_instance_type} and ${var.taskmanager_instance_type}; zones that do: [${join(", ", sort(local.zones_with_both_types))}]."
     }
     precondition {
-      condition     = data.aws_ec2_instance_type.taskmanager.instance_storage_supported
+      condition     = data.aws_ec2_instance_type.node["taskmanager"].instance_storage_supported
       error_message = "taskmanager_instance_type ${var.taskmanager_instance_type} has no local instance storage; RocksDB and Flink's spill files need NVMe (e.g. m6id, r6id, c6id, i4i)."
     }
     precondition {
-      condition     = contains(data.aws_ec2_instance_type.taskmanager.supported_architectures, "x86_64")
+      condition     = contains(data.aws_ec2_instance_type.node["taskmanager"].supported_architectures, "x86_64")
       error_message = "taskmanager_instance_type ${var.taskmanager_instance_type} is not x86_64 (the nodes run the x86_64 Amazon Linux 2023 image)."
     }
     precondition {
-      condition     = data.aws_ec2_instance_type.taskmanager.memory_size >= var.taskmanager_memory_mb + var.taskmanager_slots * var.python_worker_memory_mb + local.os_reserve_mb
-      error_message = "taskmanager_instance_type ${var.taskmanager_instance_type} has ${data.aws_ec2_instance_type.taskmanager.memory_size} MiB; the TaskManager (${var.taskmanager_memory_mb} MiB), ${var.taskmanager_slots} Python workers of ${var.python_worker_memory_mb} MiB and ${local.os_reserve_mb} MiB for the OS need ${var.taskmanager_memory_mb + var.taskmanager_slots * var.python_worker_memory_mb + local.os_reserve_mb} MiB."
+      condition     = data.aws_ec2_instance_type.node["taskmanager"].memory_size >= local.node_memory_needed_mb.taskmanager
+      error_message = "taskmanager_instance_type ${var.taskmanager_instance_type} has ${data.aws_ec2_instance_type.node["taskmanager"].memory_size} MiB; the TaskManager (${var.taskmanager_memory_mb} MiB), ${var.taskmanager_slots} Python workers of ${var.python_worker_memory_mb} MiB and ${local.os_reserve_mb} MiB for the OS need ${local.node_memory_needed_mb.taskmanager} MiB."
     }
     precondition {
       condition     = length(local.user_data.taskmanager) <= 16384

@@ -43,10 +43,10 @@ locals {
       "taskmanager.memory.process.size" = "${var.taskmanager_memory_mb}m"
       "taskmanager.memory.managed.size" = "${var.taskmanager_managed_memory_mb}m"
       "taskmanager.numberOfTaskSlots"   = var.taskmanager_slots
-      "state.checkpoints.dir"           = "s3://${aws_s3_bucket.run.bucket}/${trimsuffix(local.prefixes.checkpoints, "/")}"
-      "state.savepoints.dir"            = "s3://${aws_s3_bucket.run.bucket}/${trimsuffix(local.prefixes.savepoints, "/")}"
+      "state.checkpoints.dir"           = trimsuffix(local.s3_url.checkpoints, "/")
+      "state.savepoints.dir"            = trimsuffix(local.s3_url.savepoints, "/")
       # The regional endpoint keeps checkpoint traffic on the VPC's S3 gateway endpoint.
-      "s3.endpoint" = "s3.${data.aws_region.current.name}.amazonaws.com"
+      "s3.endpoint" = "s3.${local.region}.amazonaws.com"
     },
   )
 
@@ -65,7 +65,7 @@ locals {
       flink_mirror  = trimsuffix(var.flink_mirror, "/")
       bucket        = aws_s3_bucket.run.bucket
       source_key    = aws_s3_object.ngramflow_source.key
-      source_md5    = filemd5(var.ngramflow_source)
+      source_md5    = aws_s3_object.ngramflow_source.source_hash
       beam_version  = local.beam_version
     })
   }
@@ -73,7 +73,7 @@ locals {
   common_files = [
     {
       path    = "/etc/ngramflow/environment"
-      content = templatefile("${path.module}/templates/environment.tftpl", { region = data.aws_region.current.name, bucket = aws_s3_bucket.run.bucket })
+      content = templatefile("${path.module}/templates/environment.tftpl", { region = local.region, bucket = aws_s3_bucket.run.bucket })
     },
     { path = "/etc/profile.d/ngramflow.sh", content = file("${path.module}/templates/profile.sh") },
   ]

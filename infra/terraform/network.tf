@@ -3,6 +3,7 @@
 # endpoint so corpus, output and checkpoint bytes never pay NAT processing.
 
 locals {
+  region     = data.aws_region.current.name
   create_vpc = var.subnet_id == null
   subnet_id  = local.create_vpc ? aws_subnet.private[0].id : var.subnet_id
   vpc_id     = local.create_vpc ? aws_vpc.this[0].id : data.aws_subnet.given[0].vpc_id
@@ -12,27 +13,17 @@ locals {
     !local.create_vpc ? data.aws_subnet.given[0].availability_zone :
     var.availability_zone != null ? var.availability_zone : try(sort(local.zones_with_both_types)[0], null)
   )
-  zones_with_both_types = setintersection(
-    data.aws_ec2_instance_type_offerings.jobmanager.locations,
-    data.aws_ec2_instance_type_offerings.taskmanager.locations,
-  )
+  zones_with_both_types = setintersection([for offering in data.aws_ec2_instance_type_offerings.node : offering.locations]...)
 }
 
 data "aws_region" "current" {}
 
-data "aws_ec2_instance_type_offerings" "jobmanager" {
+data "aws_ec2_instance_type_offerings" "node" {
+  for_each      = local.instance_types
   location_type = "availability-zone"
   filter {
     name   = "instance-type"
-    values = [var.jobmanager_instance_type]
-  }
-}
-
-data "aws_ec2_instance_type_offerings" "taskmanager" {
-  location_type = "availability-zone"
-  filter {
-    name   = "instance-type"
-    values = [var.taskmanager_instance_type]
+    values = [each.value]
   }
 }
 
@@ -134,7 +125,7 @@ resource "aws_route_table_association" "private" {
 resource "aws_vpc_endpoint" "s3" {
   count             = local.create_vpc ? 1 : 0
   vpc_id            = aws_vpc.this[0].id
-  service_name      = "com.amazonaws.${data.aws_region.current.name}.s3"
+  service_name      = "com.amazonaws.${local.region}.s3"
   vpc_endpoint_type = "Gateway"
   route_table_ids   = [aws_route_table.private[0].id]
   tags              = merge(var.tags, { Name = "${var.name}-s3" })

@@ -1,5 +1,4 @@
 locals {
-  region       = data.aws_region.current.name
   parallelism  = var.taskmanager_count * var.taskmanager_slots
   flink_master = "${local.jobmanager_ip}:${local.rest_port}"
 
@@ -7,8 +6,8 @@ locals {
   # (ngramflow's own default is a worker inside the submitting process, for local clusters),
   # with one Python process per slot.
   submit_command = join(" ", [
-    "ngramflow import s3://${aws_s3_bucket.run.bucket}/${local.prefixes.corpus}",
-    "--output s3://${aws_s3_bucket.run.bucket}/${local.prefixes.outputs}run-1",
+    "ngramflow import ${local.s3_url.corpus}",
+    "--output ${local.s3_url.outputs}run-1",
     "--runner flink --flink-master ${local.flink_master} --mode batch --workers ${local.parallelism}",
     "-- --environment_type=EXTERNAL --environment_config=localhost:${local.worker_pool_port}",
     "--sdk_worker_parallelism=${var.taskmanager_slots}",

@@ -5,26 +5,22 @@
 # names its port.
 
 locals {
-  flink_port_range = {
-    from = min(values(local.flink_ports)...)
-    to   = max(values(local.flink_ports)...)
+  # Port ranges the nodes open to each other, in both directions.
+  cluster_ports = {
+    flink = {
+      from        = min(values(local.flink_ports)...)
+      to          = max(values(local.flink_ports)...)
+      description = "Flink RPC, blob, data and metrics ports between cluster nodes"
+    }
+    rest = {
+      from        = local.rest_port
+      to          = local.rest_port
+      description = "Flink REST API from cluster nodes (job submission from the JobManager node)"
+    }
   }
 
   ingress_rules = merge(
-    {
-      flink = {
-        from        = local.flink_port_range.from
-        to          = local.flink_port_range.to
-        cidr        = null
-        description = "Flink RPC, blob, data and metrics ports between cluster nodes"
-      }
-      rest = {
-        from        = local.rest_port
-        to          = local.rest_port
-        cidr        = null
-        description = "Flink REST API from cluster nodes (job submission from the JobManager node)"
-      }
-    },
+    { for key, rule in local.cluster_ports : key => merge(rule, { cidr = null }) },
     {
       for cidr in var.operator_cidrs : "operator-${cidr}" => {
         from        = local.rest_port
@@ -55,7 +51,7 @@ resource "aws_vpc_security_group_ingress_rule" "cluster" {
 }
 
 resource "aws_vpc_security_group_egress_rule" "within_cluster" {
-  for_each                     = { flink = local.flink_port_range, rest = { from = local.rest_port, to = local.rest_port } }
+  for_each                     = local.cluster_ports
   security_group_id            = aws_security_group.cluster.id
   description                  = "Flink ports to other cluster nodes"
   ip_protocol                  = "tcp"

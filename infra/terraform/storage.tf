@@ -10,6 +10,7 @@ locals {
     savepoints  = "savepoints/"
     software    = "software/"
   }
+  s3_url = { for name, prefix in local.prefixes : name => "s3://${aws_s3_bucket.run.bucket}/${prefix}" }
 }
 
 resource "aws_s3_bucket" "run" {

@@ -6,6 +6,7 @@ import sys
 
 from pipeline.flink import provision
 from pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
+from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 
 
 def _log(message: str) -> None:
@@ -61,7 +62,7 @@ def add_flink_commands(sub) -> None:
         c.set_defaults(handler=handler)
         if name == "up":
             c.add_argument("--taskmanagers", type=int, default=1, help="TaskManager processes to run")
-            c.add_argument("--taskmanager-memory", default="2g", metavar="SIZE",
+            c.add_argument("--taskmanager-memory", default=DEFAULT_TASKMANAGER_MEMORY, metavar="SIZE",
                            help="total process memory of each TaskManager (RocksDB uses its managed part)")
             c.add_argument("--slots", type=int, default=2, help="task slots per TaskManager")
         if name == "status":

@@ -18,6 +18,7 @@ import time
 from pipeline.flink import config, jvm, rest
 from pipeline.flink.provision import FLINK_HOME, ensure_dist
 from pipeline.errors import RunFailed, UserError
+from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 
 DEFAULT_DIR = os.environ.get("NGRAMFLOW_FLINK_CLUSTER", os.path.join(FLINK_HOME, "cluster"))
 JOBMANAGER = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -66,7 +67,7 @@ class SessionCluster:
 
     # --- life cycle --------------------------------------------------------------------------
 
-    def up(self, taskmanagers: int = 1, memory: str = "2g", slots: int = 2) -> dict:
+    def up(self, taskmanagers: int = 1, memory: str = DEFAULT_TASKMANAGER_MEMORY, slots: int = 2) -> dict:
         """Start whatever is not running: the JobManager, then TaskManagers until ``taskmanagers`` run."""
         if taskmanagers < 1 or slots < 1:
             raise UserError("a cluster needs at least one TaskManager with at least one slot")

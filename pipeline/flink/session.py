@@ -54,7 +54,6 @@ class FlinkRunInfo:
 
     flink_master: str
     mode: str
-    run_dir: str
     checkpoint_dir: str | None = None
     resumed_from: str | None = None
     job_server_peak_rss_bytes: int | None = None
@@ -63,7 +62,7 @@ class FlinkRunInfo:
     checkpoints: list[dict] = field(default_factory=list)
 
     def recorded(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "run_dir"}
+        return dict(self.__dict__)
 
 
 def check_master(master: str) -> str:
@@ -165,18 +164,18 @@ def _pipeline_args(opts, endpoint: str, worker: str, checkpoint_root: str | None
 
 
 @contextlib.contextmanager
-def flink_run(opts, identity: dict):
+def flink_run(opts, identity: dict, resume: str | None):
     """Job server (with the embedded cluster for [local]) and Python worker for one import.
 
     Yields (Beam pipeline arguments, FlinkRunInfo). A failure of the job comes
     out as RunFailed naming the job server's log and, for checkpointed runs,
     the checkpoint to resume from; input errors pass through unchanged.
-    ``identity`` (run_identity) is recorded beside the run's checkpoints.
+    ``identity`` (run_identity) is recorded beside the run's checkpoints;
+    ``resume`` is the checkpoint to resume from (resume_point), if any.
     """
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     run_dir = os.path.join(FLINK_HOME, "runs", run_id)
-    info = FlinkRunInfo(flink_master=opts.flink_master, mode=opts.mode, run_dir=run_dir)
-    resume = resume_point(opts.resume_from) if opts.resume_from else None
+    info = FlinkRunInfo(flink_master=opts.flink_master, mode=opts.mode)
     checkpoint_root = None
     settings = {"io.tmp.dirs": os.path.join(run_dir, "tmp")}
     if opts.mode == "checkpointed":
@@ -214,9 +213,8 @@ def flink_run(opts, identity: dict):
         if resume and CheckpointNotMapped.MARKER in str(err):
             raise CheckpointNotMapped(f"the resumed job could not map {resume} onto the resubmitted program "
                                       f"(job server log: {log_path})") from None
-        hint = ""
-        if checkpoint_root and newest_checkpoint(checkpoint_root):
-            hint = f"; resume with --resume-from {newest_checkpoint(checkpoint_root)}"
+        found = checkpoint_root and newest_checkpoint(checkpoint_root)
+        hint = f"; resume with --resume-from {found}" if found else ""
         raise RunFailed(f"the Flink job failed: {_first_line(err)} (job server log: {log_path}){hint}") from None
     else:
         if checkpoint_root:  # the dataset is complete: nothing to resume

@@ -19,14 +19,12 @@ explicitly, and each is counted in the manifest:
 
 import apache_beam as beam
 
-from schemas import END, START, UNK
+from schemas import RESERVED_TOKENS, START, UNK
 from transforms.mkn.combine import SumOf
 from transforms.mkn.grams import order_of, starts_sentence, suffix_of
 
 INPUT, SUFFIX, FLOOR, RESERVED = "input", "suffix", "floor", "reserved"
 ORIGINS = (INPUT, SUFFIX, FLOOR, RESERVED)
-#: Unigrams every model has, whether or not the input mentions them.
-RESERVED_UNIGRAMS = (UNK, START, END)
 
 
 def count_parts(ngram: str, match_count: int):
@@ -72,7 +70,7 @@ class AdjustCounts(beam.PTransform):
         model_order = self.model_order
         reserved = (
             counts.pipeline
-            | "Reserved unigrams" >> beam.Create([(token, (None, 0)) for token in RESERVED_UNIGRAMS])
+            | "Reserved unigrams" >> beam.Create([(token, (None, 0)) for token in RESERVED_TOKENS])
         )
         return (
             (counts | "N-gram and suffix parts" >> beam.FlatMapTuple(count_parts),

@@ -9,7 +9,7 @@ KenLM rejects the estimate when t1, t2 or t3 is 0 or some D_k falls outside
 order has t1 = t2 = t3 = 0 and always takes this path.
 """
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import apache_beam as beam
 
@@ -78,16 +78,12 @@ def discount_record(order: int, summary: list, fallback: tuple | None, highest: 
         "order": order,
         "ngrams": summary[0],
         "count_of_counts": list(t),
-        "discounts": list(_as_tuple(discounts or Discounts(*fallback))),
+        "discounts": list(astuple(discounts or Discounts(*fallback))),
         "discount_source": ESTIMATED if discounts else FALLBACK,
         "fallback_reason": reason,
         "suffix_ngrams_added": origins[SUFFIX],
         "continuation_floor_applied": origins[FLOOR],
     }
-
-
-def _as_tuple(discounts: Discounts) -> tuple:
-    return discounts.d1, discounts.d2, discounts.d3plus
 
 
 def discounts_of(record: dict) -> Discounts:

@@ -5,12 +5,11 @@ import apache_beam as beam
 from transforms.mkn.adjust import AdjustCounts
 from transforms.mkn.context import ContextStats, context_row
 from transforms.mkn.discount import EstimateDiscounts
-from transforms.mkn.grams import order_of
 from transforms.mkn.probability import InterpolateOrder, UnigramProbabilities, model_row
 
 
 class EstimateMkn(beam.PTransform):
-    """(ngram, match count) pairs of any orders -> an order-N model.
+    """(ngram, match count) pairs of orders 1..N -> an order-N model.
 
     Returns a dict: "ngrams" and "contexts", lists of PCollections of
     schemas.MKN_NGRAMS / MKN_CONTEXTS rows (tuples in column order) indexed by order - 1; "discounts",
@@ -24,11 +23,7 @@ class EstimateMkn(beam.PTransform):
 
     def expand(self, counts):
         top = self.model_order
-        adjusted = (
-            counts
-            | "Orders of the model" >> beam.Filter(lambda count: order_of(count[0]) <= top)
-            | "Adjust counts" >> AdjustCounts(top)
-        )
+        adjusted = counts | "Adjust counts" >> AdjustCounts(top)
         table = adjusted | "Estimate discounts" >> EstimateDiscounts(top, self.fallback)
         table_side = beam.pvalue.AsSingleton(table)
         by_order = adjusted | "Split by order" >> beam.Partition(lambda row, _n: row[1] - 1, top)

@@ -14,11 +14,11 @@ run "small_fits_m6id_2xlarge_and_m6i_large" {
     ngramflow_source = "tests/fixtures/ngramflow-src.tar.gz"
   }
   override_data {
-    target = module.cluster.data.aws_ec2_instance_type.taskmanager
+    target = module.cluster.data.aws_ec2_instance_type.node["taskmanager"]
     values = { memory_size = 32768, instance_storage_supported = true, supported_architectures = ["x86_64", "i386"] }
   }
   override_data {
-    target = module.cluster.data.aws_ec2_instance_type.jobmanager
+    target = module.cluster.data.aws_ec2_instance_type.node["jobmanager"]
     values = { memory_size = 8192, instance_storage_supported = false, supported_architectures = ["x86_64", "i386"] }
   }
 
@@ -37,11 +37,11 @@ run "full_english_fits_r6id_4xlarge_and_m6i_xlarge" {
     ngramflow_source = "tests/fixtures/ngramflow-src.tar.gz"
   }
   override_data {
-    target = module.cluster.data.aws_ec2_instance_type.taskmanager
+    target = module.cluster.data.aws_ec2_instance_type.node["taskmanager"]
     values = { memory_size = 131072, instance_storage_supported = true, supported_architectures = ["x86_64"] }
   }
   override_data {
-    target = module.cluster.data.aws_ec2_instance_type.jobmanager
+    target = module.cluster.data.aws_ec2_instance_type.node["jobmanager"]
     values = { memory_size = 16384, instance_storage_supported = false, supported_architectures = ["x86_64"] }
   }
 

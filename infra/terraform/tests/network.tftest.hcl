@@ -64,7 +64,7 @@ run "a_zone_without_the_instance_types_is_refused" {
 run "a_region_without_a_zone_for_both_types_is_refused" {
   command = plan
   override_data {
-    target = data.aws_ec2_instance_type_offerings.taskmanager
+    target = data.aws_ec2_instance_type_offerings.node["taskmanager"]
     values = { locations = [] }
   }
   expect_failures = [aws_launch_template.taskmanager]

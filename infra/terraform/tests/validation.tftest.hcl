@@ -58,7 +58,7 @@ run "large_bounds_leave_network_memory_uncapped" {
     taskmanager_managed_memory_mb = 34432
   }
   override_data {
-    target = data.aws_ec2_instance_type.taskmanager
+    target = data.aws_ec2_instance_type.node["taskmanager"]
     values = { instance_storage_supported = true, memory_size = 131072, supported_architectures = ["x86_64"] }
   }
 }
@@ -91,7 +91,7 @@ run "only_flink_1_19" {
 run "taskmanagers_need_instance_storage" {
   command = plan
   override_data {
-    target = data.aws_ec2_instance_type.taskmanager
+    target = data.aws_ec2_instance_type.node["taskmanager"]
     values = { instance_storage_supported = false, memory_size = 32768, supported_architectures = ["x86_64"] }
   }
   expect_failures = [aws_launch_template.taskmanager]
@@ -101,7 +101,7 @@ run "taskmanager_memory_python_workers_and_os_must_fit_the_instance" {
   command = plan
   # 14336 + 8 x 1536 + 2048 = 28672 MiB of a 16 GiB instance.
   override_data {
-    target = data.aws_ec2_instance_type.taskmanager
+    target = data.aws_ec2_instance_type.node["taskmanager"]
     values = { instance_storage_supported = true, memory_size = 16384, supported_architectures = ["x86_64"] }
   }
   expect_failures = [aws_launch_template.taskmanager]
@@ -110,7 +110,7 @@ run "taskmanager_memory_python_workers_and_os_must_fit_the_instance" {
 run "the_jobmanager_node_must_hold_the_jobmanager_and_the_submitter" {
   command = plan
   override_data {
-    target = data.aws_ec2_instance_type.jobmanager
+    target = data.aws_ec2_instance_type.node["jobmanager"]
     values = { instance_storage_supported = false, memory_size = 4096, supported_architectures = ["x86_64"] }
   }
   expect_failures = [aws_launch_template.jobmanager]
@@ -119,7 +119,7 @@ run "the_jobmanager_node_must_hold_the_jobmanager_and_the_submitter" {
 run "nodes_must_be_x86_64" {
   command = plan
   override_data {
-    target = data.aws_ec2_instance_type.taskmanager
+    target = data.aws_ec2_instance_type.node["taskmanager"]
     values = { instance_storage_supported = true, memory_size = 65536, supported_architectures = ["arm64"] }
   }
   expect_failures = [aws_launch_template.taskmanager]
