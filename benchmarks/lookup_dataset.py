@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import schemas
-from pipeline.output import OutputDir
+from pipeline.output import DatasetDir
 from transforms import columnar, sinks
 
 VOCABULARY = 250_000
@@ -91,9 +91,15 @@ def year_totals(table: pa.Table) -> np.ndarray:
 
 
 def build(path: str, ngrams: int, shards: int, seed: int) -> dict:
+    target = DatasetDir(path)
+    with target.lock():
+        target.prepare(overwrite=True, description="benchmarks.lookup_dataset")
+        return target.publish(_write(target.build, path, ngrams, shards, seed))
+
+
+def _write(out, path: str, ngrams: int, shards: int, seed: int) -> dict:
+    """Write the dataset's files into OUT; returns its manifest."""
     rng = np.random.default_rng(seed)
-    out = OutputDir(path)
-    out.prepare(overwrite=True, description="benchmarks.lookup_dataset")
     words = vocabulary(VOCABULARY)
     counts = {1: VOCABULARY, **{o: int((ngrams - VOCABULARY) * s) for o, s in ORDER_SHARE.items()}}
     totals, orders = np.zeros(LAST_YEAR - FIRST_YEAR + 1), {}
@@ -124,9 +130,7 @@ def build(path: str, ngrams: int, shards: int, seed: int) -> dict:
                    f"--row-group-rows {sinks.ROW_GROUP_ROWS}",
         "options": {"keep_years": True, "lowercase": False, "pos": "drop", "min_count": 40},
         "orders": orders, "totalcounts_years": len(totals), "vocabulary_tokens": 0,
-        "output_bytes": out.size_bytes(),
     }
-    out.write_manifest(manifest)
     return manifest
 
 

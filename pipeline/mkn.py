@@ -172,8 +172,7 @@ def finish_mkn(out: OutputDir, settings: MknSettings) -> dict:
 
 
 def _model_files(out: OutputDir, order: int) -> list[str]:
-    pattern = out.join(mkn_folder("ngrams", order), "*.parquet")
-    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    return out.list_files(mkn_folder("ngrams", order), ".parquet")
 
 
 def _entries(paths: list[str]):

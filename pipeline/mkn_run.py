@@ -1,36 +1,33 @@
 """``ngramflow mkn`` and ``ngramflow export-arpa``: the MKN stage on an existing, complete dataset.
 
 While the stage runs, the manifest holds no "mkn" section (it is rewritten
-without one first) and ``mkn/_INCOMPLETE`` says what is going on; the section
-is added, atomically with the manifest, only when every MKN output is written.
-The import's own outputs are never touched.
+without one, and the files of the model it replaces are deleted, first) and
+``mkn/_INCOMPLETE`` says what is going on. The model is written into the
+dataset's build folder and published, with the manifest's "mkn" section, only
+when every MKN output is written. The import's own outputs are never touched.
 """
 
-import json
 import shlex
 import sys
 import time
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import RunFailed, UserError, marked_reason
 from pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
 from pipeline.options import ImportOptions
-from pipeline.output import INCOMPLETE, MANIFEST, OutputDir
+from pipeline.output import MANIFEST, MKN_INCOMPLETE, DatasetDir, ngrams_folder
 from pipeline.run import pipeline_options
 from transforms.mkn.discount import DiscountError
 
-MKN_INCOMPLETE = f"mkn/{INCOMPLETE}"
 #: Model rows per Parquet part file (a part is assembled by one worker).
 ROWS_PER_PART = 1 << 20
 
 
-def read_manifest(out: OutputDir) -> dict:
+def read_manifest(out: DatasetDir) -> dict:
     if not out.is_complete():
         raise UserError(f"{out.path} is not a complete ngramflow dataset (no {MANIFEST}); import into it first")
-    with FileSystems.open(out.join(MANIFEST)) as fh:
-        return json.loads(fh.read().decode())
+    return out.read_manifest()
 
 
 def _check_orders(manifest: dict, order: int, path: str) -> list[int]:
@@ -42,15 +39,20 @@ def _check_orders(manifest: dict, order: int, path: str) -> list[int]:
     return present
 
 
-def _mark(out: OutputDir, text: str) -> None:
-    with FileSystems.create(out.join(MKN_INCOMPLETE)) as fh:
-        fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n".encode())
+def _mark(out: DatasetDir, text: str) -> None:
+    out.write_text(MKN_INCOMPLETE, f"{text} ({time.strftime('%Y-%m-%d %H:%M:%S')})\n")
 
 
 def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int = 1,
             beam_args: list[str] | None = None) -> dict:
     """Estimate the model from the dataset's n-grams; returns the updated manifest."""
-    out = OutputDir(dataset)
+    out = DatasetDir(dataset)
+    with out.lock():
+        return _run_mkn(out, settings, overwrite, workers, beam_args)
+
+
+def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, workers: int, beam_args) -> dict:
+    dataset = out.path
     manifest = read_manifest(out)
     settings.validate(overwrite)
     orders = _check_orders(manifest, settings.order, dataset)
@@ -58,24 +60,25 @@ def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, worker
         raise UserError(f"{dataset} already has an order-{manifest['mkn']['order']} MKN model; "
                         "pass --overwrite to replace it")
     options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
+    out.recover()
     manifest.pop("mkn", None)
-    out.write_manifest(manifest)
-    if FileSystems.exists(out.join("mkn")):
-        FileSystems.delete([out.join("mkn")])
+    manifest = out.delete_listed(manifest, "mkn/")
+    build = out.start_build()
     _mark(out, f"ngramflow mkn running (order {settings.order}); mkn/ is not complete until the manifest "
                "has an \"mkn\" section")
     started = time.time()
     try:
         pipeline = beam.Pipeline(options=pipeline_options(options))
         tables = [
-            pipeline | f"Read order-{order} n-grams" >> beam.io.ReadFromParquetBatched(
-                FileSystems.join(out.ngrams(order), "*.parquet"), columns=["ngram", "match_count"])
+            pipeline
+            | f"List order-{order} files" >> beam.Create(out.list_files(ngrams_folder(order), ".parquet"))
+            | f"Read order-{order} n-grams" >> beam.io.ReadAllFromParquetBatched(columns=["ngram", "match_count"])
             for order in orders
         ] | "All n-grams" >> beam.Flatten()
         ngrams = sum(manifest["orders"][str(order)]["ngrams"] for order in orders)
-        build_mkn(tables, out, settings, parts=ngrams // ROWS_PER_PART + 1)
+        build_mkn(tables, build, settings, parts=ngrams // ROWS_PER_PART + 1)
         pipeline.run().wait_until_finish()
-        section = finish_mkn(out, settings)
+        section = finish_mkn(build, settings)
     except KeyboardInterrupt:
         _mark(out, "ngramflow mkn interrupted by the user")
         raise
@@ -88,14 +91,12 @@ def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, worker
     section["wall_seconds"] = round(time.time() - started, 3)
     section["command"] = " ".join(shlex.quote(a) for a in sys.argv)
     manifest["mkn"] = section
-    FileSystems.delete([out.join(MKN_INCOMPLETE)])
-    out.write_manifest(manifest)
-    return manifest
+    return out.publish(manifest, replace=False)
 
 
 def export_arpa(dataset: str, path: str, overwrite: bool = False) -> dict:
     """Write the dataset's MKN model as an ARPA file; returns the MKN manifest section."""
-    out = OutputDir(dataset)
+    out = DatasetDir(dataset)
     manifest = read_manifest(out)
     if "mkn" not in manifest:
         raise UserError(f"{dataset} has no MKN model; run 'ngramflow mkn {dataset} --order N' first")

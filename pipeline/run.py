@@ -22,7 +22,7 @@ from pipeline.graph import FILE_STATS, ORDER_STATS, build_import
 from pipeline.inputs import expand_inputs
 from pipeline.mkn import fallback_notes, finish_mkn, summary_lines
 from pipeline.options import ImportOptions
-from pipeline.output import OutputDir
+from pipeline.output import DatasetDir, OutputDir
 from pipeline.progress import ProgressReporter
 from transforms.mkn.discount import DiscountError
 from transforms.read import InputFileError, merge_file_stats
@@ -123,34 +123,53 @@ def _totalcounts(paths: list[str]):
         raise RunFailed(str(err)) from None
 
 
+def _failure_reason(err: Exception, output: str) -> str | None:
+    """The one-line reason of a failed pipeline, when it is one the user can act on."""
+    if "No space left on device" in str(err):
+        return f"no space left on the device of output {output}"
+    return marked_reason(err, InputFileError.MARKER) or marked_reason(err, DiscountError.MARKER)
+
+
 def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     opts.validate()
-    files, totalcounts_files = expand_inputs(_local_inputs(opts))
-    totalcounts = _totalcounts([p for p, _ in totalcounts_files])
-    flink = _flink_submission(opts, files) if opts.runner == "flink" else None
-    out = OutputDir(opts.output)
-    note = out.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
-                       resume=opts.resume_from is not None)
+    inputs = expand_inputs(_local_inputs(opts))
+    for name, path in inputs.duplicates:
+        print(f"ngramflow: note: {name} is the same file as {path}; reading it once", file=sys.stderr)
+    totalcounts = _totalcounts([p for p, _ in inputs.totalcounts])
+    flink = _flink_submission(opts, inputs.ngram_files) if opts.runner == "flink" else None
+    target = DatasetDir(opts.output)
+    with target.lock():
+        note = target.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
+                              resume=opts.resume_from is not None)
+        try:
+            manifest = _import(opts, inputs, totalcounts, flink, target, progress)
+        except KeyboardInterrupt:
+            target.mark_failed("interrupted by the user")
+            raise
+        except (UserError, RunFailed) as err:
+            target.mark_failed(str(err))
+            raise
+        except Exception as err:
+            reason = _failure_reason(err, opts.output)
+            target.mark_failed(reason or f"pipeline error: {err}")
+            if reason:
+                raise RunFailed(reason) from None
+            raise
+    return ImportResult(manifest, note)
+
+
+def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir, progress: bool) -> dict:
+    """Run the pipeline into the build folder, check it, publish it; returns the manifest."""
+    files, totalcounts_files = inputs.ngram_files, inputs.totalcounts
+    out = target.build
     started = time.time()
-    try:
-        runner_info = _run_resumable(opts, files, out, progress, flink)
-    except KeyboardInterrupt:
-        out.mark_failed("interrupted by the user")
-        raise
-    except Exception as err:
-        reason = marked_reason(err, InputFileError.MARKER) or marked_reason(err, DiscountError.MARKER)
-        out.mark_failed(reason or f"pipeline error: {err}")
-        if reason:
-            raise RunFailed(reason) from None
-        raise
+    runner_info = _run_resumable(opts, files, out, progress, flink)
     file_stats = merge_file_stats([s for unit in out.read_records(FILE_STATS) for s in unit])
     rows_read = sum(s["rows_read"] for s in file_stats)
     rejected = sum(s["rows_rejected"] for s in file_stats)
     if rows_read and rejected / rows_read > opts.max_reject_rate:
-        reason = (f"{rejected} of {rows_read} rows ({rejected / rows_read:.2%}) were malformed, more than "
-                  f"--max-reject-rate {opts.max_reject_rate:.2%}; see {out.join('rejects')}")
-        out.mark_failed(reason)
-        raise RunFailed(reason)
+        raise RunFailed(f"{rejected} of {rows_read} rows ({rejected / rows_read:.2%}) were malformed, more than "
+                        f"--max-reject-rate {opts.max_reject_rate:.2%}; see {out.join('rejects')}")
     if totalcounts is not None:
         out.write_parquet("totalcounts.parquet", totalcounts)
     out.ensure_parquet("vocabulary", schemas.VOCABULARY)
@@ -166,6 +185,7 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         "options": opts.recorded(),
         "inputs": file_stats,
         "totalcounts_inputs": [p for p, _ in totalcounts_files],
+        "duplicate_inputs": [{"path": name, "same_as": path} for name, path in inputs.duplicates],
         "totalcounts_years": 0 if totalcounts is None else totalcounts.num_rows,
         "rows_read": rows_read,
         "rows_rejected": rejected,
@@ -177,16 +197,12 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     }
     if opts.mkn:
         if str(opts.mkn.order) not in orders:
-            reason = (f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
-                      f"again with an order it has ({', '.join(orders) or 'none'})")
-            out.mark_failed(reason)
-            raise RunFailed(reason)
+            raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
+                            f"again with an order it has ({', '.join(orders) or 'none'})")
         manifest["mkn"] = finish_mkn(out, opts.mkn)
     if runner_info is not None:
         manifest["flink"] = runner_info.recorded()
-    manifest["output_bytes"] = out.size_bytes()
-    out.write_manifest(manifest)
-    return ImportResult(manifest, note)
+    return target.publish(manifest)
 
 
 def summary_row(label: str, value: str) -> str:

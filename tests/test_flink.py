@@ -52,7 +52,7 @@ def sliced_files(corpus) -> int:
     from pipeline.options import size_bytes
     from transforms.read import pack_files
 
-    units = pack_files(expand_inputs([corpus])[0], 1 << 30, size_bytes(SLICE_SIZE, "slice"))
+    units = pack_files(expand_inputs([corpus]).ngram_files, 1 << 30, size_bytes(SLICE_SIZE, "slice"))
     sliced = {unit[0][0] for unit in units if unit[0][3] > 1}
     assert len(sliced) >= 20
     return len(sliced)
