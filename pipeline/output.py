@@ -24,6 +24,7 @@ import fcntl
 import glob
 import json
 import os
+import shutil
 import time
 
 import pyarrow as pa
@@ -151,8 +152,15 @@ class OutputDir:
     def delete(self, names) -> None:
         """Delete these files or folders below this one where they exist."""
         paths = [self.join(n) for n in names if self.exists(n)]
-        if paths:
-            FileSystems.delete(paths)
+        if not _is_local(self.path):
+            if paths:
+                FileSystems.delete(paths)
+            return
+        for path in paths:  # Beam's local delete takes a path as a pattern: run[1] would miss
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
 
 
 class DatasetDir(OutputDir):
@@ -213,7 +221,7 @@ class DatasetDir(OutputDir):
             self._listed_files()  # a dataset that cannot say what it holds cannot be replaced safely
             note = f"replacing the dataset in {self.path} once the new one is complete"
         else:
-            if foreign := self._foreign_entries():
+            if not self._holds_ours() and (foreign := self._foreign_entries()):
                 raise UserError(f"output {self.path} is not empty and is not an ngramflow dataset "
                                 f"(it holds {', '.join(sorted(foreign)[:3])}); choose a new directory")
             if self.exists(INCOMPLETE):
@@ -305,6 +313,7 @@ class DatasetDir(OutputDir):
 
     def _delete_listed(self, files) -> None:
         """Delete these listed files, then the folders they leave empty (never a folder holding anything)."""
+        files = sorted(set(files))
         self.delete(files)
         if not _is_local(self.path):
             return
@@ -341,12 +350,15 @@ class DatasetDir(OutputDir):
         listed = self._listed_files() if self.is_complete() else {}
         self._delete_listed([rel for rel in journal["replaced"] + journal["published"] if rel not in listed])
 
+    def _holds_ours(self) -> bool:
+        """Whether an earlier run left its marker or build folder here: then this is a dataset's directory,
+        and anything else in it is the user's, to be left alone."""
+        return self._owns_marker(INCOMPLETE) or self._owns_build()
+
     def _foreign_entries(self) -> list[str]:
-        """What this directory holds besides ngramflow's own build folder and markers."""
         if not _is_local(self.path) or not os.path.isdir(self.path):
             return []
-        ours = {n for n in (INCOMPLETE,) if self._owns_marker(n)} | ({BUILD} if self._owns_build() else set())
-        return [e for e in os.listdir(self.path) if e not in ours]
+        return os.listdir(self.path)
 
 
 def _parents(folder: str) -> list[str]:
