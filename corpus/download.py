@@ -183,8 +183,12 @@ def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
     path = Path(cache_dir, *cache_parts(url))
     root = Path(cache_dir).resolve()
     for p in (path, *_work_files(path)):
-        if not p.resolve().is_relative_to(root):
-            raise UnsafeURL(url, f"{p} resolves to {p.resolve()}, outside the cache {root}")
+        try:
+            resolved = p.resolve()
+        except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
+            raise UnsafeURL(url, f"cannot resolve {p}: {e}") from None
+        if not resolved.is_relative_to(root):
+            raise UnsafeURL(url, f"{p} resolves to {resolved}, outside the cache {root}")
     return path
 
 

@@ -412,7 +412,13 @@ def test_symlink_in_the_cache_does_not_lead_a_download_out(server, tmp_path):
     final.with_name("x.gz.part").symlink_to(victim)
     result = download([url], cache, **FAST).results[0]
     assert result.status == "failed" and "x.gz.part resolves to" in result.error
-    assert victim.read_bytes() == b"keep" and list(elsewhere.iterdir()) == [] and server.requests == []
+    assert victim.read_bytes() == b"keep" and list(elsewhere.iterdir()) == []
+
+    final.with_name("x.gz.part").unlink()
+    final.symlink_to(final)  # a loop: refused like the others, not a crash
+    result = download([url], cache, **FAST).results[0]
+    assert result.status == "failed" and result.error.startswith(f"refused: cannot resolve {final}")
+    assert server.requests == []
 
 
 def test_a_symlinked_cache_directory_is_fine(server, tmp_path):
