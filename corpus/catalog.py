@@ -3,7 +3,7 @@
 Two exports are catalogued:
 
 * ``20120701`` ("v2"): ``{BASE}googlebooks-{lang}-all-{n}gram-20120701-{index}.gz``
-  with ``BASE = http://storage.googleapis.com/books/ngrams/books/``; per-year
+  with ``BASE = https://storage.googleapis.com/books/ngrams/books/``; per-year
   totals in ``googlebooks-{lang}-all-totalcounts-20120701.txt``.
 * ``20200217`` ("v3"): ``{BASE}20200217/{lang}/{n}-{i:05d}-of-{N:05d}.gz``;
   per-year totals in ``{BASE}20200217/{lang}/totalcounts-{n}``.
@@ -42,7 +42,9 @@ import string
 import urllib.parse
 from dataclasses import dataclass
 
-BASE_URL = "http://storage.googleapis.com/books/ngrams/books/"
+# https: a download over plain http could be altered on the way (for .gz the
+# gzip CRC only detects damage, not a consistent replacement).
+BASE_URL = "https://storage.googleapis.com/books/ngrams/books/"
 V2012 = "20120701"
 V2020 = "20200217"
 VERSIONS = (V2012, V2020)

@@ -18,8 +18,7 @@ import argparse
 import sys
 import urllib.error
 
-from corpus import catalog
-from corpus.download import download, expand_spec
+from corpus import catalog, download
 
 _SPEC_HELP = (
     "SPEC is corpus:VERSION/LANG/ORDER[/SELECTION], e.g. corpus:20120701/eng/2 (every 2012 English "
@@ -71,21 +70,38 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         help="download files into a local cache, resumably and verified",
         description="Download files into CACHE/HOST/PATH. Interrupted downloads resume from the bytes on disk; "
         "every file is checked (length, and the whole gzip stream for .gz) before it gets its final name; "
-        "files already in the cache are not fetched again. " + _SPEC_HELP,
+        "files already in the cache are not fetched again. A URL whose decoded path would not stay inside the "
+        "cache is refused: one given on the command line is a usage error, one linked from an index page is "
+        "reported failed while the other files are fetched. " + _SPEC_HELP,
         epilog="Progress shows on stderr only when it is a terminal, unless --progress or --no-progress.",
     )
     fetcher.add_argument("inputs", nargs="+", metavar="SPEC_OR_URL", help="corpus specs or http(s) URLs")
     fetcher.add_argument("--cache", required=True, metavar="DIR", help="cache directory (required)")
-    fetcher.add_argument("--parallel", type=_positive, default=4, metavar="N", help="files fetched at once (default: 4)")
+    fetcher.add_argument(
+        "--parallel", type=_positive, default=download.PARALLEL, metavar="N", help="files fetched at once (default: %(default)s)"
+    )
     fetcher.add_argument(
         "--retries",
         type=_non_negative,
-        default=8,
+        default=download.RETRIES,
         metavar="N",
-        help="consecutive failed attempts without progress allowed per file before it is reported failed (default: 8)",
+        help="failed attempts in a row without progress allowed per file before it is reported failed; only "
+        "more bytes of the file than it ever had count as progress, not a restart from byte 0 (default: %(default)s)",
     )
     fetcher.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SEC", help="connect and read timeout in seconds (default: 60)"
+        "--retry-time",
+        type=_positive_seconds,
+        default=download.RETRY_TIME,
+        metavar="SEC",
+        help="seconds after a file's first failure when it is reported failed even if retries are left; "
+        "its .part stays for the next run to resume (default: %(default)g)",
+    )
+    fetcher.add_argument(
+        "--timeout",
+        type=float,
+        default=download.TIMEOUT,
+        metavar="SEC",
+        help="connect and read timeout in seconds (default: %(default)g)",
     )
     progress = fetcher.add_mutually_exclusive_group()
     progress.add_argument(
@@ -147,7 +163,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             raise UsageError(f"missing {', '.join('--' + m for m in missing)} (or give a SPEC)")
         spec = f"{catalog.SPEC_PREFIX}{args.version}/{args.lang}/{args.order}"
     parsed = catalog.parse_corpus_spec(spec)
-    files = expand_spec(spec, base_url=mirror, index_page=args.index_url, from_index=args.from_index)
+    files = download.expand_spec(spec, base_url=mirror, index_page=args.index_url, from_index=args.from_index)
     for f in files:
         print(f.url if args.urls_only else f"{f.name}\t{f.url}")
     if not (args.from_index or args.index_url):
@@ -164,17 +180,19 @@ def _cmd_download(args: argparse.Namespace) -> int:
     urls: list[str] = []
     for item in args.inputs:
         if catalog.is_corpus_spec(item):
-            files = expand_spec(item, base_url=mirror, index_page=args.index_url, from_index=args.from_index)
+            files = download.expand_spec(item, base_url=mirror, index_page=args.index_url, from_index=args.from_index)
             urls += [f.url for f in files]
         elif item.startswith(("http://", "https://")):
+            download.cache_parts(item)  # a URL the cache cannot hold is a usage error, before any download
             urls.append(item)
         else:
             raise UsageError(f"{item!r} is neither a corpus spec (corpus:VERSION/LANG/ORDER[/SELECTION]) nor an http(s) URL")
-    report = download(
+    report = download.download(
         urls,
         args.cache,
         parallel=args.parallel,
         retries=args.retries,
+        retry_time=args.retry_time,
         timeout=args.timeout,
         progress=args.progress,
     )
@@ -194,6 +212,16 @@ def _positive(text: str) -> int:
 
 def _non_negative(text: str) -> int:
     return _int_at_least(text, 0)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return seconds
 
 
 def _int_at_least(text: str, low: int) -> int:

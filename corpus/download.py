@@ -11,6 +11,12 @@ length and, for ``.gz``, the whole gzip stream (every member's CRC-32 and
 length) have been checked, so a file under its final name is always complete
 and is never fetched again.
 
+A URL maps to a cache path only through its host name and its
+percent-decoded path segments, each a plain name (not empty, ``.`` or ``..``,
+without ``/``, ``\\`` or NUL), and only when that path, symlinks followed,
+lies inside the cache; any other URL is refused (UnsafeURL), so neither a
+typo nor a hostile index page or server can make a download write elsewhere.
+
 Only the standard library is used for HTTP; the gzip check uses isal, which
 the project already depends on, because it inflates several times faster.
 """
@@ -23,6 +29,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import threading
@@ -36,10 +43,16 @@ from typing import Callable, Iterable, TextIO
 
 from isal import isal_zlib
 
-from corpus.catalog import BASE_URL, CorpusFile, files_from_index, index_url, is_corpus_spec, parse_corpus_spec
+from corpus.catalog import BASE_URL, CatalogError, CorpusFile, files_from_index, index_url, is_corpus_spec, parse_corpus_spec
 
 CHUNK = 1 << 20
 USER_AGENT = "ngramflow-corpus-download/1"
+
+# Defaults of download(), which `corpus download` shows and `import` uses.
+PARALLEL = 4
+RETRIES = 8
+RETRY_TIME = 3600.0  # an hour of failures on one file; its .part stays for the next run
+TIMEOUT = 60.0
 
 
 def exponential_backoff(failures: int, base: float = 1.0, cap: float = 120.0) -> float:
@@ -110,14 +123,84 @@ class _Stopped(Exception):
     pass
 
 
-def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
-    """Where ``url`` is cached (see the module docstring); a query string is not part of it."""
+class UnsafeURL(CatalogError):
+    """A URL that maps to no file inside the cache: a mistake, or a hostile index page or server.
+
+    A CatalogError, so every command that reports a bad spec in one line with
+    exit code 2 (``corpus download``, ``import``) reports a bad URL the same way.
+    """
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"refusing {url}: {reason}")
+        self.reason = reason
+
+
+# Letters, digits, '-' and '_' in dot-separated labels, or an IPv6 address:
+# nothing that could act as a path separator or a '.'/'..' directory.
+_HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*|[0-9a-f:.]*:[0-9a-f:.]*")
+
+
+def cache_parts(url: str) -> list[str]:
+    """The directory names and file name, under the cache, of ``url``; raises UnsafeURL.
+
+    Segments are checked after percent-decoding, because ``%2e%2e`` and
+    ``%2F`` become ``..`` and ``/`` only then.
+    """
     parts = urllib.parse.urlsplit(url)
-    host = (parts.hostname or "") + (f"_{parts.port}" if parts.port else "")
-    segments = [urllib.parse.unquote(s) for s in parts.path.split("/") if s not in ("", ".", "..")]
-    if not host or not segments:
-        raise ValueError(f"{url}: not an http(s) URL of a file")
-    return Path(cache_dir, host, *segments)
+    if parts.scheme not in ("http", "https"):
+        raise UnsafeURL(url, "not an http(s) URL")
+    host = parts.hostname or ""
+    if not _HOST.fullmatch(host):
+        raise UnsafeURL(url, f"{host!r} is not a host name")
+    try:
+        port = parts.port
+    except ValueError:
+        raise UnsafeURL(url, "invalid port") from None
+    segments = [_decoded_segment(url, s) for s in parts.path.split("/")[1:]]
+    if not segments:
+        raise UnsafeURL(url, "it names no file")
+    return [host.replace(":", "_") + (f"_{port}" if port else ""), *segments]
+
+
+def _decoded_segment(url: str, raw: str) -> str:
+    try:
+        segment = urllib.parse.unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise UnsafeURL(url, f"path segment {raw!r} is not UTF-8 once decoded") from None
+    if segment in ("", ".", ".."):
+        raise UnsafeURL(url, f"path segment {segment!r} (empty, '.' and '..' are not file or directory names)")
+    if any(c in segment for c in "/\\\0"):
+        raise UnsafeURL(url, f"path segment {raw!r} decodes to {segment!r}, which holds '/', '\\' or NUL")
+    return segment
+
+
+def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
+    """Where ``url`` is cached (see the module docstring); a query string is not part of it.
+
+    Raises UnsafeURL unless that file, and the work files of its download, resolve
+    inside ``cache_dir``: a symlink in the cache must not lead a download elsewhere.
+    """
+    path = Path(cache_dir, *cache_parts(url))
+    root = Path(cache_dir).resolve()
+    for p in (path, *_work_files(path)):
+        try:
+            resolved = p.resolve()
+        except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
+            raise UnsafeURL(url, f"cannot resolve {p}: {e}") from None
+        if not resolved.is_relative_to(root):
+            raise UnsafeURL(url, f"{p} resolves to {resolved}, outside the cache {root}")
+    return path
+
+
+def _work_files(final: Path) -> tuple[Path, Path, Path]:
+    """What a download of ``final`` writes next to it: the .part, its .meta and the meta's .tmp."""
+    part = final.with_name(final.name + ".part")
+    meta = part.with_name(part.name + ".meta")
+    return part, meta, _tmp_of(meta)
+
+
+def _tmp_of(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
 
 
 def verify_file(path: str | os.PathLike, size: int | None) -> None:
@@ -187,7 +270,7 @@ def _read_meta(meta: Path) -> _Remote | None:
 
 
 def _write_meta(meta: Path, remote: _Remote) -> None:
-    tmp = meta.with_name(meta.name + ".tmp")
+    tmp = _tmp_of(meta)
     tmp.write_text(json.dumps(remote.__dict__))
     os.replace(tmp, meta)
 
@@ -240,7 +323,7 @@ class _Progress:
 
     def start(self, url: str, size: int | None, offset: int) -> None:
         with self.lock:
-            self.active[url] = [Path(urllib.parse.urlsplit(url).path).name, offset, size, time.monotonic(), offset]
+            self.active[url] = [_file_name(url), offset, size, time.monotonic(), offset]
             if size is not None:
                 self.sizes[url] = size
 
@@ -311,10 +394,51 @@ class _Progress:
         return in_flight + not_started * (sum(self.sizes.values()) / len(self.sizes))
 
 
+class _RetryBudget:
+    """When one file stops being retried: after ``retries`` failed attempts in a row
+    without real progress, or ``seconds`` after its first failure, whichever comes first.
+
+    Real progress is more bytes on disk than the file ever had: a server that ignores
+    Range sends the body from byte 0 again, and bytes fetched twice are no progress.
+    The time bound stops a server that makes a little progress per attempt forever.
+    """
+
+    def __init__(self, retries: int, seconds: float, held: int):
+        self.retries, self.seconds = retries, seconds
+        self.furthest = held  # the most bytes of this file ever on disk
+        self.failures = 0  # failed attempts in a row without real progress
+        self.first_failure: float | None = None
+
+    def failed(self, held: int) -> int:
+        """Count a failed attempt that left ``held`` bytes on disk; returns the failures in a row."""
+        if self.first_failure is None:
+            self.first_failure = time.monotonic()
+        if held > self.furthest:
+            self.furthest, self.failures = held, 0
+        else:
+            self.failures += 1
+        return self.failures
+
+    def exhausted(self, delay: float) -> str | None:
+        """Why not to wait ``delay`` seconds and try again, or None to go on."""
+        if self.failures > self.retries:
+            return f"gave up after {self.retries} retries without progress"
+        spent = time.monotonic() - self.first_failure
+        if spent + delay > self.seconds:
+            # Waiting would end past the limit: better to say so now than after the wait.
+            return f"gave up after {spent:.1f}s of retries (retry time limit {self.seconds:g}s)"
+        return None
+
+
+def _held(part: Path) -> int:
+    return part.stat().st_size if part.exists() else 0
+
+
 class _Downloader:
-    def __init__(self, cache_dir, *, retries, backoff, progress, timeout, user_agent, max_retry_after):
+    def __init__(self, cache_dir, *, retries, retry_time, backoff, progress, timeout, user_agent, max_retry_after):
         self.cache_dir = Path(cache_dir)
         self.retries = retries
+        self.retry_time = retry_time
         self.backoff = backoff
         self.progress = progress
         self.timeout = timeout
@@ -324,18 +448,22 @@ class _Downloader:
         self.opener = urllib.request.build_opener()
 
     def fetch(self, url: str) -> FileResult:
-        final = cache_path(self.cache_dir, url)
+        try:
+            final = cache_path(self.cache_dir, url)
+        except UnsafeURL as e:
+            # A link read from an index page, or a symlink in the cache (the user's own
+            # URLs were checked before anything was fetched): refuse this file only.
+            return self._fail(FileResult(url, ""), f"refused: {e.reason}")
         result = FileResult(url, str(final))
         if final.exists():
             self.progress.finish(url, None)
             return result
         final.parent.mkdir(parents=True, exist_ok=True)
-        part = final.with_name(final.name + ".part")
-        meta = final.with_name(final.name + ".part.meta")
-        failures, restarted = 0, False
+        part, meta, _ = _work_files(final)
+        budget = _RetryBudget(self.retries, self.retry_time, _held(part))
+        restarted = False
         try:
             while True:
-                before = result.bytes_fetched
                 try:
                     remote = self._transfer(url, part, meta, result)
                     verify_file(part, remote.size)
@@ -351,10 +479,10 @@ class _Downloader:
                     restarted = True
                     self.progress.note(f"corrupt {final.name}: {e}; downloading it again from scratch")
                 except _Retry as e:
-                    failures = 0 if result.bytes_fetched > before else failures + 1
-                    if failures > self.retries:
-                        return self._fail(result, f"gave up after {self.retries} retries: {e}")
+                    failures = budget.failed(_held(part))
                     delay = self.backoff(failures) if e.delay is None else e.delay
+                    if reason := budget.exhausted(delay):
+                        return self._fail(result, f"{reason}: {e}")
                     self.progress.note(f"retry  {final.name}: {e}; again in {delay:.1f}s")
                     if self.stop.wait(delay):
                         raise _Stopped
@@ -367,7 +495,7 @@ class _Downloader:
 
     def _fail(self, result: FileResult, reason: str) -> FileResult:
         result.status, result.error = "failed", reason
-        self.progress.finish(result.url, f"FAILED {Path(result.path).name}: {reason}")
+        self.progress.finish(result.url, f"FAILED {_file_name(result.url)}: {reason}")
         return result
 
     def _transfer(self, url: str, part: Path, meta: Path, result: FileResult) -> _Remote:
@@ -453,11 +581,12 @@ def download(
     urls: Iterable[str],
     cache_dir: str | os.PathLike,
     *,
-    parallel: int = 4,
-    retries: int = 8,
+    parallel: int = PARALLEL,
+    retries: int = RETRIES,
+    retry_time: float = RETRY_TIME,
     backoff: Callable[[int], float] = exponential_backoff,
     progress: bool | None = None,
-    timeout: float = 60.0,
+    timeout: float = TIMEOUT,
     user_agent: str = USER_AGENT,
     max_retry_after: float = 600.0,
     progress_interval: float | None = None,
@@ -465,10 +594,13 @@ def download(
 ) -> DownloadReport:
     """Fetch every URL into the cache; failures are reported, never raised.
 
-    ``retries`` bounds consecutive failed attempts that brought no new bytes
-    (an attempt that made progress resets the count), ``backoff(n)`` is the
-    wait after the n-th of them unless the server sent ``Retry-After`` (capped
-    at ``max_retry_after`` seconds). ``timeout`` applies to connecting and to
+    ``retries`` bounds consecutive failed attempts without real progress (only
+    an attempt that leaves more of the file on disk than ever before resets the
+    count; a restart from byte 0 does not), ``retry_time`` the seconds from a
+    file's first failure until it is given up, whatever its progress.
+    ``backoff(n)`` is the wait after the n-th failure in a row unless the server
+    sent ``Retry-After`` (capped at ``max_retry_after`` seconds); a wait that
+    would end past ``retry_time`` gives up at once. ``timeout`` applies to connecting and to
     each read. ``progress`` None shows progress only when ``stream`` (default
     stderr) is a TTY; True forces it, False silences it. Progress lines come at
     most every ``progress_interval`` seconds (default 0.5 on a TTY, else 10).
@@ -480,6 +612,7 @@ def download(
     worker = _Downloader(
         cache_dir,
         retries=retries,
+        retry_time=retry_time,
         backoff=backoff,
         progress=meter,
         timeout=timeout,
@@ -502,7 +635,7 @@ def download(
     return DownloadReport(results, time.monotonic() - t0)
 
 
-def fetch_text(url: str, timeout: float = 60.0) -> str:
+def fetch_text(url: str, timeout: float = TIMEOUT) -> str:
     """A small text resource such as an index page, in one request."""
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -510,7 +643,7 @@ def fetch_text(url: str, timeout: float = 60.0) -> str:
 
 
 def expand_spec(
-    spec: str, *, base_url: str = BASE_URL, index_page: str | None = None, from_index: bool = False, timeout: float = 60.0
+    spec: str, *, base_url: str = BASE_URL, index_page: str | None = None, from_index: bool = False, timeout: float = TIMEOUT
 ) -> list[CorpusFile]:
     """The files a ``corpus:`` spec names.
 
@@ -519,7 +652,10 @@ def expand_spec(
     """
     parsed = parse_corpus_spec(spec)
     if not (from_index or index_page):
-        return parsed.resolve(base_url=base_url)
+        files = parsed.resolve(base_url=base_url)
+        for f in files:
+            cache_parts(f.url)  # built on the user's mirror: one the cache cannot hold is a usage error
+        return files
     page_url = index_page or index_url(parsed.version, parsed.lang, parsed.order, base_url)
     available = files_from_index(fetch_text(page_url, timeout), page_url, parsed.version, parsed.lang, parsed.order)
     return parsed.resolve(available, base_url=base_url)
@@ -538,8 +674,10 @@ def resolve_inputs(
 
     ``http(s)://`` URLs and ``corpus:`` specs are fetched into ``cache_dir``;
     anything else (local paths, ``gs://`` and other filesystem URLs) passes
-    through unchanged. Order is kept and duplicates dropped. Raises
-    DownloadError, after trying every file, when any could not be fetched.
+    through unchanged. Order is kept and duplicates dropped. Raises UnsafeURL,
+    before fetching anything, for a given URL the cache cannot hold, and
+    DownloadError, after trying every file, when any could not be fetched
+    (a URL read from an index page that the cache cannot hold is refused then).
     """
     inputs: list[tuple[str, str]] = []  # (kind, value)
     for spec in specs:
@@ -547,6 +685,7 @@ def resolve_inputs(
             files = expand_spec(spec, base_url=base_url, index_page=index_page, from_index=from_index)
             inputs += [("url", f.url) for f in files]
         elif urllib.parse.urlsplit(spec).scheme in ("http", "https"):
+            cache_parts(spec)  # the user's own URL: a bad one is a usage error, before any download
             inputs.append(("url", spec))
         else:
             inputs.append(("path", spec))
@@ -557,6 +696,10 @@ def resolve_inputs(
         if not report.ok:
             raise DownloadError(report)
     return [str(cache_path(cache_dir, value)) if kind == "url" else value for kind, value in inputs]
+
+
+def _file_name(url: str) -> str:
+    return Path(urllib.parse.urlsplit(url).path).name
 
 
 def _size(n: float) -> str:

@@ -6,7 +6,10 @@
         ...  # first GET is cut after 1000 body bytes, the second gets 503, then normal
         server.requests_for("/books/x.gz")  # [Request(method, path, range), ...]
 
-Each scripted fault is used by exactly one request to its path, in order.
+Each scripted fault is used by exactly one request to its path, in order;
+``cut_short`` cuts every answer for a path instead, and ``add_index`` serves
+an index page linking whatever it is given. Paths are matched as sent, still
+percent-encoded.
 The server binds 127.0.0.1 on a free port and serves from a daemon thread;
 ``stop()`` (or leaving the ``with``) shuts it down.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import html
 import http.server
 import re
 import socket
@@ -67,6 +71,12 @@ class IgnoreRange(Fault):
     """Answer 200 with the whole file even when a Range was asked for."""
 
 
+@dataclass(frozen=True)
+class _Cut:
+    after: int
+    ignore_range: bool
+
+
 @dataclass
 class _File:
     data: bytes
@@ -84,6 +94,7 @@ class FaultyServer:
         self.files: dict[str, _File] = {}
         self.scripts: dict[str, collections.deque[Fault]] = collections.defaultdict(collections.deque)
         self.delays: dict[str, float] = {}
+        self.cuts: dict[str, _Cut] = {}
         self.requests: list[Request] = []
         self.stopping = threading.Event()
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -112,6 +123,19 @@ class FaultyServer:
         """Pause this long after each chunk of ``path`` (0 to stop pausing)."""
         with self.lock:
             self.delays[path] = seconds_per_chunk
+
+    def add_index(self, path: str, hrefs: list[str]) -> str:
+        """Serve an HTML page at ``path`` with one link to each of ``hrefs``, as written."""
+        page = "".join(f'<a href="{html.escape(h)}">{html.escape(h)}</a>\n' for h in hrefs)
+        return self.add(path, page.encode(), "text/html")
+
+    def cut_short(self, path: str, after: int, ignore_range: bool = False) -> None:
+        """From now on close every answer for ``path`` after ``after`` body bytes, as ``Drop`` does once.
+
+        With ``ignore_range`` every answer is also a 200 from byte 0, as ``IgnoreRange`` gives once.
+        """
+        with self.lock:
+            self.cuts[path] = _Cut(after, ignore_range)
 
     def requests_for(self, path: str) -> list[Request]:
         with self.lock:
@@ -161,6 +185,7 @@ def _handler_for(server: FaultyServer):
                     server.files[path] = _File(fault.data, server.files[path].content_type, _etag(fault.data))
                 f = server.files.get(path)
                 delay = server.delays.get(path, 0.0)
+                cut = server.cuts.get(path)
             if isinstance(fault, Status):
                 return self._empty(fault.code, {"Retry-After": fault.retry_after} if fault.retry_after else {})
             if f is None:
@@ -168,7 +193,7 @@ def _handler_for(server: FaultyServer):
             data, start, status = f.data, 0, 200
             headers = {"Content-Type": f.content_type, "ETag": f.etag, "Accept-Ranges": "bytes"}
             match = _RANGE.fullmatch(asked or "")
-            if match and not isinstance(fault, IgnoreRange):
+            if match and not (isinstance(fault, IgnoreRange) or (cut and cut.ignore_range)):
                 start = int(match[1])
                 end = min(int(match[2]) + 1 if match[2] else len(data), len(data))
                 if start >= len(data):
@@ -183,10 +208,10 @@ def _handler_for(server: FaultyServer):
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
+            limit = fault.after if isinstance(fault, Drop) else cut.after if cut else len(data)
             if body:
-                limit = fault.after if isinstance(fault, Drop) else len(data)
                 self._send_body(data[:limit], delay)
-            if isinstance(fault, Drop):
+            if isinstance(fault, Drop) or cut:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
 

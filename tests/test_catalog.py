@@ -6,7 +6,7 @@ import pytest
 from corpus import catalog, cli
 from corpus.catalog import CatalogError, files_from_index, list_files, parse_corpus_spec, totalcounts_file
 
-BASE = "http://storage.googleapis.com/books/ngrams/books/"
+BASE = "https://storage.googleapis.com/books/ngrams/books/"
 
 
 def names(files):
@@ -59,6 +59,12 @@ def test_2020_other_languages_and_totals():
     for lang in catalog.LANGUAGES["20200217"]:
         for n in catalog.ORDERS:
             assert list_files("20200217", lang, n)  # every count is known
+
+
+def test_default_mirror_is_https():
+    # Over plain http anyone on the path could swap a file for another valid gzip.
+    assert catalog.BASE_URL == BASE
+    assert {f.url.split("://")[0] for f in list_files("20120701", "eng", 1) + list_files("20200217", "eng", 1)} == {"https"}
 
 
 def test_mirror_base_url():
@@ -185,5 +191,6 @@ def test_cli_help_explains_options(capsys):
         cli.main(["download", "--help"])
     assert exit.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    for phrase in ("--cache", "--parallel", "default: 4", "--retries", "default: 8", "--timeout", "--mirror", "--from-index"):
+    phrases = ("--cache", "--parallel", "default: 4", "--retries", "default: 8", "--retry-time", "default: 3600")
+    for phrase in (*phrases, "--timeout", "default: 60", "--mirror", "--from-index", "default: " + BASE):
         assert phrase in text

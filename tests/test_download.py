@@ -1,4 +1,5 @@
 import base64
+import concurrent.futures
 import gzip
 import io
 import os
@@ -8,14 +9,17 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from email.utils import formatdate
 from pathlib import Path
 
 import pytest
 
 from corpus import cli
+from corpus.catalog import CatalogError
 from corpus.download import (
     DownloadError,
+    UnsafeURL,
     cache_path,
     download,
     exponential_backoff,
@@ -58,6 +62,25 @@ def fetch_one(server, tmp_path, path, data, *faults, **options):
 
 def leftovers(final: Path) -> list[str]:
     return sorted(p.name for p in final.parent.glob(final.name + ".*"))
+
+
+def files_outside(root: Path, cache: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and not p.is_relative_to(cache)]
+
+
+def finishes_within(seconds: float, function, *args, **kwargs):
+    """``function``'s result; a test failure if it has not returned after ``seconds``.
+
+    A download that never ends fails the test instead of hanging it, and ends itself
+    once the server fixture stops (every later attempt is refused, so makes no progress).
+    """
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(function, *args, **kwargs).result(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        pytest.fail(f"still running after {seconds} s")
+    finally:
+        pool.shutdown(wait=False)
 
 
 def test_download_verifies_and_caches(server, tmp_path):
@@ -113,7 +136,7 @@ def test_503_and_500_are_retried(server, tmp_path):
 
 def test_gives_up_after_retries_without_progress(server, tmp_path):
     result, final = fetch_one(server, tmp_path, "/books/down.gz", gz_payload(), *[Status(503)] * 5, retries=2)
-    assert result.status == "failed" and "gave up after 2 retries: HTTP 503" in result.error
+    assert result.status == "failed" and "gave up after 2 retries without progress: HTTP 503" in result.error
     assert result.attempts == 3 and not final.exists()
 
 
@@ -286,3 +309,158 @@ def test_killed_download_resumes_from_the_bytes_on_disk(server, tmp_path):
     assert report.results[0].status == "downloaded" and final.read_bytes() == data
     assert report.results[0].bytes_fetched == len(data) - on_disk
     assert server.requests_for(path)[-1] == Request("GET", path, f"bytes={on_disk}-")
+
+
+def escaping_urls(server, tmp_path) -> list[str]:
+    """URLs whose decoded path leaves a cache at ``tmp_path/cache``, each served with a valid .gz."""
+    absolute = urllib.parse.quote(str(tmp_path / "outside" / "evil.gz"), safe="")
+    paths = ["/" + absolute, "/books/%2e%2e%2f%2e%2e%2f%2e%2e%2fevil.gz", "/%2e%2e/%2E%2E/evil2.gz"]
+    return [server.add(path, gz_payload(size=1000)) for path in paths]
+
+
+def test_cli_refuses_a_url_that_would_leave_the_cache(server, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    for url in escaping_urls(server, tmp_path):
+        assert cli.main(["download", url, "--cache", str(cache), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"ngramflow corpus: error: refusing {url}: ") and err.count("\n") == 1
+    assert server.requests == [] and files_outside(tmp_path, cache) == []
+
+
+def test_import_refuses_a_bad_url_before_fetching_anything(server, tmp_path):
+    good = server.add("/books/good.gz", gz_payload(size=1000))
+    bad = escaping_urls(server, tmp_path)[0]
+    # A CatalogError is what `ngramflow import` reports in one line with exit code 2.
+    with pytest.raises(CatalogError, match="refusing " + bad):
+        resolve_inputs([good, bad], tmp_path / "cache", **FAST)
+    assert server.requests == [] and list(tmp_path.rglob("*")) == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://../x.gz",
+        "http://a\\b/x.gz",
+        "http://%2e%2e/x.gz",
+        "http://h:99999/x.gz",
+        "http:///x.gz",
+        "ftp://h/x.gz",
+        "file:///etc/x.gz",
+        "http://h",
+        "http://h/dir/",
+        "http://h/a//x.gz",
+        "http://h/a/./x.gz",
+        "http://h/a/../x.gz",
+        "http://h/a/%2E/x.gz",
+        "http://h/a%2Fb.gz",
+        "http://h/a%5Cb.gz",
+        "http://h/a%00b.gz",
+        "http://h/%ff.gz",
+    ],
+)
+def test_cache_path_refuses_what_is_not_a_plain_host_and_file_path(url, tmp_path):
+    with pytest.raises(UnsafeURL, match="refusing "):
+        cache_path(tmp_path, url)
+
+
+def test_cache_path_of_plain_urls(tmp_path):
+    assert cache_path(tmp_path, "https://Storage.example.com/b/x%20y.gz?q=1") == tmp_path / "storage.example.com/b/x y.gz"
+    assert cache_path(tmp_path, "http://[::1]:8080/x.gz") == tmp_path / "__1_8080/x.gz"
+
+
+def test_index_page_links_that_would_leave_the_cache_are_refused(server, tmp_path, capsys):
+    index = server.add_index(
+        "/idx/20200217/heb/heb-2-ngrams_exports.html",
+        [
+            "2-00000-of-00003.gz",
+            "/%2e%2e/%2e%2e/20200217/heb/2-00001-of-00003.gz",  # CACHE/HOST/../.. is outside
+            "/x%2F..%2F..%2F..%2Fevil/20200217/heb/2-00002-of-00003.gz",  # a '/' inside a segment
+        ],
+    )
+    paths = [
+        "/idx/20200217/heb/2-00000-of-00003.gz",
+        "/%2e%2e/%2e%2e/20200217/heb/2-00001-of-00003.gz",
+        "/x%2F..%2F..%2F..%2Fevil/20200217/heb/2-00002-of-00003.gz",
+    ]
+    for i, path in enumerate(paths):
+        server.add(path, gz_payload(size=1000, seed=i))
+    cache = tmp_path / "cache"
+    argv = ["download", "corpus:20200217/heb/2", "--index-url", index, "--cache", str(cache), "--no-progress"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 downloaded, 0 already cached, 2 failed" in err
+    for path in paths[1:]:
+        assert f"FAILED {server.url(path)}: refused: path segment " in err
+        assert server.requests_for(path) == []
+    assert cache_path(cache, server.url(paths[0])).is_file() and files_outside(tmp_path, cache) == []
+
+
+def test_symlink_in_the_cache_does_not_lead_a_download_out(server, tmp_path):
+    url = server.add("/books/x.gz", gz_payload(size=1000))
+    elsewhere, cache = tmp_path / "elsewhere", tmp_path / "cache"
+    elsewhere.mkdir()
+    final = cache_path(cache, url)
+    final.parent.parent.mkdir(parents=True)
+    final.parent.symlink_to(elsewhere)  # CACHE/HOST/books -> elsewhere
+    result = download([url], cache, **FAST).results[0]
+    assert result.status == "failed" and result.error.startswith(f"refused: {final} resolves to {elsewhere / 'x.gz'}")
+
+    final.parent.unlink()
+    final.parent.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    final.with_name("x.gz.part").symlink_to(victim)
+    result = download([url], cache, **FAST).results[0]
+    assert result.status == "failed" and "x.gz.part resolves to" in result.error
+    assert victim.read_bytes() == b"keep" and list(elsewhere.iterdir()) == []
+
+    final.with_name("x.gz.part").unlink()
+    final.symlink_to(final)  # a loop: refused like the others, not a crash
+    result = download([url], cache, **FAST).results[0]
+    assert result.status == "failed" and result.error.startswith(f"refused: cannot resolve {final}")
+    assert server.requests == []
+
+
+def test_a_symlinked_cache_directory_is_fine(server, tmp_path):
+    url = server.add("/books/x.gz", gz_payload(size=1000))
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "cache").symlink_to(tmp_path / "disk")
+    assert download([url], tmp_path / "cache", **FAST).ok and cache_path(tmp_path / "disk", url).is_file()
+
+
+def test_server_ignoring_range_and_cutting_every_body_short_is_given_up(server, tmp_path):
+    path = "/books/cut.gz"
+    url = server.add(path, gz_payload())
+    server.cut_short(path, 100_000, ignore_range=True)
+    # Each answer starts again at byte 0: only the first one brought bytes never held before.
+    report = finishes_within(20, download, [url], tmp_path / "cache", retries=1, **FAST)
+    result = report.results[0]
+    assert result.status == "failed" and result.error.startswith("gave up after 1 retries without progress: incomplete read")
+    assert [r.range for r in server.requests_for(path)] == [None, "bytes=100000-", "bytes=100000-"]
+
+
+def test_retry_time_bounds_a_server_that_progresses_a_little_per_attempt(server, tmp_path, capsys):
+    path = "/books/trickle.gz"
+    url = server.add(path, gz_payload())
+    server.cut_short(path, 500)  # about 800 attempts for the whole file, each one real progress
+    # The first wait (at most 0.5 s) fits in the limit, so at least two attempts; the count bound (8) is never hit.
+    argv = ["download", url, "--cache", str(tmp_path / "cache"), "--no-progress", "--retry-time", "1"]
+    t0 = time.monotonic()
+    assert finishes_within(20, cli.main, argv) == 1
+    assert time.monotonic() - t0 < 5
+    assert "retry time limit 1s): incomplete read" in capsys.readouterr().err
+    assert 2 <= len(server.requests_for(path)) < 100
+
+
+def test_a_wait_past_the_retry_time_gives_up_at_once(server, tmp_path):
+    t0 = time.monotonic()
+    result, final = fetch_one(server, tmp_path, "/books/busy.gz", gz_payload(), Status(429, retry_after="30"), retry_time=5)
+    assert result.status == "failed" and "retry time limit 5s): HTTP 429" in result.error and result.attempts == 1
+    assert time.monotonic() - t0 < 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan"])
+def test_cli_retry_time_must_be_positive_seconds(value, tmp_path):
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["download", "http://127.0.0.1:9/x.gz", "--cache", str(tmp_path), "--retry-time", value])
+    assert exit.value.code == 2
