@@ -166,7 +166,7 @@ class Dataset:
 
     @functools.cached_property
     def _outputs(self) -> dict[str, tuple[str, pa.Schema, bool]]:
-        """View name -> (its files, its schema, whether it is partitioned in order=N folders)."""
+        """View name -> (the glob of its files, its schema, whether it is partitioned in order=N folders)."""
         outputs = {
             "ngrams": ("ngrams/*/*.parquet", schemas.ngrams_schema(self.keep_years), True),
             "vocabulary": ("vocabulary/*.parquet", schemas.VOCABULARY, False),

@@ -19,6 +19,8 @@ from schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
 #: The most continuations ``next --top`` shows: far more than a prefix has in practice, and a number
 #: DuckDB's LIMIT takes (it overflows past 2**63).
 MAX_TOP = 1_000_000_000
+#: The SQL that ``query sql`` runs: what DuckDB parses as a SELECT statement.
+READ_STATEMENTS = "SELECT, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE, PIVOT ... IN (...)"
 
 
 def _duckdb_message(err: Exception) -> str:
@@ -173,8 +175,8 @@ def _reads_only(con, query: str) -> None:
     COPY TO, EXPORT, ATTACH (also inside EXPLAIN ANALYZE or a PIVOT's MULTI) could change them."""
     for statement in con.extract_statements(query):
         if statement.type.name != "SELECT":
-            raise UserError(f"SQL: only statements that read run here (SELECT, WITH, VALUES, DESCRIBE, SHOW, "
-                            f"SUMMARIZE, PIVOT ... IN (...)), not {statement.type.name}")
+            raise UserError(f"SQL: only statements that read run here ({READ_STATEMENTS}), "
+                            f"not {statement.type.name}")
 
 
 def _sql(args) -> int:
@@ -234,7 +236,8 @@ def add_query_command(sub) -> None:
         help="look up n-grams, series, continuations and model scores in a dataset, or run SQL over it",
         description="Query a complete dataset in this process with DuckDB. SQL sees the views ngrams, "
                     "vocabulary, rejects, totalcounts (when the import had per-year totals) and mkn_ngrams, "
-                    "mkn_contexts, mkn_discounts (when the dataset has an MKN model).",
+                    "mkn_contexts, mkn_discounts (when the dataset has an MKN model). DuckDB reads the dataset "
+                    "and no other file; SQL runs only statements that read (SELECT and its kin).",
     )
     p.add_argument("dataset", metavar="DATASET", help="a dataset directory written by 'ngramflow import'")
     q = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND", parser_class=_OneLineErrors)
@@ -276,6 +279,9 @@ def add_query_command(sub) -> None:
                    help="one row per word: the model's token, the n-gram it matched and its log10 probability")
     _with_format(m)
 
-    sql = _subcommand(q, "sql", _sql, "run SQL over the dataset's views")
+    sql = _subcommand(q, "sql", _sql, "run SQL over the dataset's views",
+                      f"Run SQL over the dataset's views. Only statements that read run ({READ_STATEMENTS}); "
+                      "they can read the dataset's files and no other: no COPY, EXPORT, ATTACH, SET, PRAGMA, "
+                      "INSTALL or LOAD.")
     sql.add_argument("query", metavar="SQL", help="e.g. \"SELECT * FROM ngrams WHERE \\\"order\\\" = 2 LIMIT 5\"")
     _with_format(sql)
