@@ -6,8 +6,9 @@ Views (see schemas/ for their columns): ``ngrams``, ``vocabulary``, ``rejects``,
 partitioned outputs are read with their ``order=N`` folders as a column, so a
 filter on ``"order"`` scans only that order's files.
 
-Only local directories are read. Nothing here imports Beam: a query's process
-starts in a fraction of a second.
+Only local directories are read, and a connection reads nothing else: DuckDB's
+access to files is limited to the dataset directory and locked (see connect).
+Nothing here imports Beam: a query's process starts in a fraction of a second.
 """
 
 import functools
@@ -27,6 +28,46 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+#: JSON's names for the Python types json.load returns.
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+
+def _field(section: dict, key: str, kind: type, where: str = ""):
+    """``section[key]`` if it is a JSON value of ``kind``; ValueError naming the field otherwise."""
+    if key not in section:
+        raise ValueError(f'"{where}{key}" is missing')
+    value = section[key]
+    if type(value) is not kind:  # exactly: JSON's true is not an integer, though Python's bool is an int
+        raise ValueError(f'"{where}{key}" should be {_JSON_TYPES[kind]}, not {_JSON_TYPES[type(value)]}')
+    return value
+
+
+def check_manifest(manifest) -> None:
+    """Raise ValueError unless the fields a query reads have the types the import writes."""
+    if type(manifest) is not dict:
+        raise ValueError(f"it should be a JSON object, not {_JSON_TYPES[type(manifest)]}")
+    _field(manifest, "schema_version", int)
+    orders = _field(manifest, "orders", dict)
+    for order in orders:
+        if order not in {str(n) for n in range(1, schemas.MAX_ORDER + 1)}:
+            raise ValueError(f'"orders" has an entry "{order}", which is not an n-gram order')
+        _field(_field(orders, order, dict, "orders."), "ngrams", int, f"orders.{order}.")
+    options = _field(manifest, "options", dict)
+    for flag in ("keep_years", "lowercase"):
+        if flag in options:
+            _field(options, flag, bool, "options.")
+    if manifest.get("mkn") is not None:
+        _field(_field(manifest, "mkn", dict), "order", int, "mkn.")
+
+
+def _read_parquet(files: list[str], partitioned: bool) -> str:
+    """A table expression reading files listed by Dataset._files, with their "order" folder as a column if
+    partitioned."""
+    options = ", hive_partitioning = true, hive_types = {'order': 'TINYINT'}" if partitioned else ""
+    return f"read_parquet([{', '.join(map(_sql_string, files))}]{options})"
+
+
 def _first_line(path: str) -> str:
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.readline().strip()
@@ -36,6 +77,14 @@ class Dataset:
     def __init__(self, path: str):
         self.path = path
         self.manifest = self._read_manifest()
+        # Absolute: DuckDB's sandbox compares the paths a query reads with the allowed directory, as strings.
+        self._root = os.path.abspath(path)
+        # DuckDB expands *, ? and [...] in every path it is given, even in a list of files, and escaping
+        # them as [*], [?], [[] (as glob.escape does) works unless the path also has a backslash, which
+        # DuckDB's glob takes for a separator: it would read another directory or none.
+        if "\\" in self._root and glob.escape(self._root) != self._root:
+            raise UserError(f"DuckDB cannot read {path}: its path has a backslash and one of * ? [; "
+                            "rename the directory or query it through a link without them")
 
     def _read_manifest(self) -> dict:
         path = self.path
@@ -50,9 +99,13 @@ class Dataset:
             if os.path.exists(marker):
                 raise UserError(f"{path} is an incomplete dataset ({_first_line(marker)}); run the import again")
             raise UserError(f"{path} is not an ngramflow output directory (it has no {MANIFEST})")
-        with open(os.path.join(path, MANIFEST), encoding="utf-8") as fh:
-            manifest = json.load(fh)
-        if manifest.get("schema_version", 0) > schemas.SCHEMA_VERSION:
+        try:
+            with open(os.path.join(path, MANIFEST), encoding="utf-8") as fh:
+                manifest = json.load(fh)
+            check_manifest(manifest)
+        except ValueError as err:  # also what json.load raises for a file that is not JSON or not UTF-8
+            raise UserError(f"{os.path.join(path, MANIFEST)} is not a valid ngramflow manifest: {err}") from None
+        if manifest["schema_version"] > schemas.SCHEMA_VERSION:
             raise UserError(f"{path} was written by a newer ngramflow (schema version "
                             f"{manifest['schema_version']}); upgrade ngramflow to query it")
         return manifest
@@ -104,15 +157,16 @@ class Dataset:
         """The n-grams of one order as a table expression that reads only ngrams/order=N/ (None: no such order)."""
         if order not in self.orders:
             return None
-        return self._read_parquet(f"ngrams/order={order}/*.parquet", partitioned=False)
+        return _read_parquet(self._files(f"ngrams/order={order}/*.parquet"), partitioned=False)
 
-    def _read_parquet(self, pattern: str, partitioned: bool) -> str:
-        options = ", hive_partitioning = true, hive_types = {'order': 'TINYINT'}" if partitioned else ""
-        return f"read_parquet({_sql_string(self.file(pattern))}{options})"
+    def _files(self, pattern: str) -> list[str]:
+        """The dataset's files that match ``pattern``, listed here so that only the dataset's own directory is
+        globbed, each escaped to match only itself in DuckDB's glob."""
+        return [glob.escape(f) for f in sorted(glob.glob(os.path.join(glob.escape(self._root), pattern)))]
 
     @functools.cached_property
     def _outputs(self) -> dict[str, tuple[str, pa.Schema, bool]]:
-        """View name -> (its files, its schema, whether it is partitioned in order=N folders)."""
+        """View name -> (the glob of its files, its schema, whether it is partitioned in order=N folders)."""
         outputs = {
             "ngrams": ("ngrams/*/*.parquet", schemas.ngrams_schema(self.keep_years), True),
             "vocabulary": ("vocabulary/*.parquet", schemas.VOCABULARY, False),
@@ -129,10 +183,11 @@ class Dataset:
     def table(self, name: str) -> str:
         """An output (a view name) as a table expression; a filter on "order" skips the other orders' files."""
         pattern, _, partitioned = self._outputs[name]
-        return self._read_parquet(pattern, partitioned)
+        return _read_parquet(self._files(pattern), partitioned)
 
     def connect(self, views: bool = False) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection, with a view per output of the dataset if asked.
+        """An in-memory DuckDB connection that can read the dataset and no other file, with a view per output
+        of the dataset if asked.
 
         Creating a view reads a footer of its files (DuckDB learns the columns), so
         look-ups that read one order go without views.
@@ -140,10 +195,25 @@ class Dataset:
         con = duckdb.connect()
         # A query may look up several n-grams in the same files; read each footer once.
         con.execute("SET parquet_metadata_cache = true")
-        for name, (pattern, schema, _) in (self._outputs if views else {}).items():
-            if next(glob.iglob(glob.escape(self.path) + "/" + pattern), None) is None:
-                # An output with no rows may have no files: an empty table keeps queries over it valid.
+        self._sandbox(con)
+        for name, (pattern, schema, partitioned) in (self._outputs if views else {}).items():
+            files = self._files(pattern)
+            if files:
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM {_read_parquet(files, partitioned)}")
+            else:  # an output with no rows may have no files: an empty table keeps queries over it valid
                 con.register(name, schema.empty_table())
-            else:
-                con.execute(f"CREATE VIEW {name} AS SELECT * FROM {self.table(name)}")
         return con
+
+    def _sandbox(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Limit the connection's files to the dataset, for good: with external access off, reading or
+        writing anywhere else, ATTACH of a file, INSTALL and LOAD fail, and the locked configuration
+        keeps SET, RESET and PRAGMA from undoing it.
+
+        DuckDB checks a path as given (the glob) and then each file it expands to, so both the directory
+        and its escaped glob are allowed. Statements that write inside the dataset (COPY TO, EXPORT) are
+        not stopped here: ``query sql`` runs only statements that read.
+        """
+        allowed = dict.fromkeys(_sql_string(d + os.sep) for d in (self._root, glob.escape(self._root)))
+        con.execute(f"SET allowed_directories = [{', '.join(allowed)}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")

@@ -6,6 +6,7 @@ aligned table, CSV or JSON; notes about the answer (an order the dataset does
 not have, a chart written) go to standard error.
 """
 
+import argparse
 import functools
 import os
 import sys
@@ -13,7 +14,13 @@ import threading
 
 from pipeline.errors import RunFailed, UserError
 from pipeline.result_format import FORMATS, write_result
-from schemas import MAX_ORDER
+from schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
+
+#: The most continuations ``next --top`` shows: far more than a prefix has in practice, and a number
+#: DuckDB's LIMIT takes (it overflows past 2**63).
+MAX_TOP = 1_000_000_000
+#: The SQL that ``query sql`` runs: what DuckDB parses as a SELECT statement.
+READ_STATEMENTS = "SELECT, WITH, VALUES, DESCRIBE, SHOW, SUMMARIZE, PIVOT ... IN (...)"
 
 
 def _duckdb_message(err: Exception) -> str:
@@ -102,8 +109,6 @@ def _series(args) -> int:
     from pipeline import series_plot, year_series
     from pipeline.lookups import year_totals, yearly_counts
 
-    if args.smooth < 0:
-        raise UserError(f"--smooth is a number of years on each side, 0 or more; got {args.smooth}")
     if args.plot:
         series_plot.check_target(args.plot)
     ds = _open(args)
@@ -132,8 +137,6 @@ def _series(args) -> int:
 def _next(args) -> int:
     from pipeline.lookups import continuations, parse_ngram
 
-    if args.top < 1:
-        raise UserError(f"--top must be at least 1, got {args.top}")
     ds = _open(args)
     prefix = parse_ngram(" ".join(args.prefix), ds.lowercase)
     if prefix.order >= MAX_ORDER:
@@ -167,19 +170,53 @@ def _score(args) -> int:
     return 0
 
 
+def _reads_only(con, query: str) -> None:
+    """Refuse statements other than SELECT: the sandbox lets the connection reach the dataset's files, and
+    COPY TO, EXPORT, ATTACH (also inside EXPLAIN ANALYZE or a PIVOT's MULTI) could change them."""
+    for statement in con.extract_statements(query):
+        if statement.type.name != "SELECT":
+            raise UserError(f"SQL: only statements that read run here ({READ_STATEMENTS}), "
+                            f"not {statement.type.name}")
+
+
 def _sql(args) -> int:
     import duckdb
 
     con = _open(args).connect(views=True)
     try:  # the query's errors are the user's; the dataset's were reported by connect
+        _reads_only(con, args.query)
         cursor = con.execute(args.query)
         columns = None if cursor.description is None else [d[0] for d in cursor.description]
         if columns is not None:
             write_result(columns, (row for batch in iter(lambda: cursor.fetchmany(10_000), []) for row in batch),
                          args.format)
     except duckdb.Error as err:
-        raise UserError(f"SQL: {_duckdb_message(err)}") from None
+        sandbox = isinstance(err, duckdb.PermissionException)
+        raise UserError(f"SQL: {_duckdb_message(err)}"
+                        + (f" (SQL reaches only the files of {args.dataset})" if sandbox else "")) from None
     return 0
+
+
+def _whole_number(low: int, high: int, meaning: str):
+    """An argparse type: a whole number from low to high, or a usage error that says what the option means."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{meaning}, a whole number from {low} to {high:,}; got {text!r}")
+        return value
+
+    return parse
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    """A subcommand's parser whose usage mistakes are one line, as the subcommand's other mistakes are."""
+
+    def error(self, message: str):
+        self.exit(2, f"ngramflow: error: {message} (see '{self.prog} --help')\n")
 
 
 def _with_format(parser) -> None:
@@ -199,10 +236,11 @@ def add_query_command(sub) -> None:
         help="look up n-grams, series, continuations and model scores in a dataset, or run SQL over it",
         description="Query a complete dataset in this process with DuckDB. SQL sees the views ngrams, "
                     "vocabulary, rejects, totalcounts (when the import had per-year totals) and mkn_ngrams, "
-                    "mkn_contexts, mkn_discounts (when the dataset has an MKN model).",
+                    "mkn_contexts, mkn_discounts (when the dataset has an MKN model). DuckDB reads the dataset "
+                    "and no other file; SQL runs only statements that read (SELECT and its kin).",
     )
     p.add_argument("dataset", metavar="DATASET", help="a dataset directory written by 'ngramflow import'")
-    q = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+    q = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND", parser_class=_OneLineErrors)
     ignore_case = "sum the n-gram's case variants (scans the order's files instead of a point look-up)"
 
     c = _subcommand(q, "count", _count, "total counts and first/last year of n-grams (0 when absent)")
@@ -216,9 +254,10 @@ def add_query_command(sub) -> None:
     s.add_argument("ngrams", nargs="+", metavar="NGRAM", help="an n-gram, its tokens separated by spaces")
     s.add_argument("--normalize", action="store_true",
                    help="divide by the year's total match count from totalcounts, as the Ngram Viewer does")
-    s.add_argument("--smooth", type=int, default=0, metavar="K",
+    s.add_argument("--smooth", type=_whole_number(0, YEAR_MAX - YEAR_MIN, "the years on each side"), default=0,
+                   metavar="K",
                    help="the mean of each year and the K years either side, as the Ngram Viewer's smoothing "
-                        "(default: 0, none)")
+                        f"(0 to {YEAR_MAX - YEAR_MIN}; default: 0, none)")
     s.add_argument("--ignore-case", action="store_true", help=ignore_case)
     s.add_argument("--plot", metavar="FILE.png", help="also draw the series as a chart in this PNG file")
     _with_format(s)
@@ -227,7 +266,8 @@ def add_query_command(sub) -> None:
                     "The tokens that follow PREFIX in the n-grams one order longer, by match count, "
                     "with each one's share of all of PREFIX's continuations.")
     n.add_argument("prefix", nargs="+", metavar="PREFIX", help="one to four tokens")
-    n.add_argument("--top", type=int, default=10, metavar="K", help="show the K most frequent (default: 10)")
+    n.add_argument("--top", type=_whole_number(1, MAX_TOP, "how many continuations to show"), default=10,
+                   metavar="K", help=f"show the K most frequent (1 to {MAX_TOP:,}; default: 10)")
     _with_format(n)
 
     m = _subcommand(q, "score", _score, "log10 probability and perplexity of sentences under the MKN model",
@@ -239,6 +279,9 @@ def add_query_command(sub) -> None:
                    help="one row per word: the model's token, the n-gram it matched and its log10 probability")
     _with_format(m)
 
-    sql = _subcommand(q, "sql", _sql, "run SQL over the dataset's views")
+    sql = _subcommand(q, "sql", _sql, "run SQL over the dataset's views",
+                      f"Run SQL over the dataset's views. Only statements that read run ({READ_STATEMENTS}); "
+                      "they can read the dataset's files and no other: no COPY, EXPORT, ATTACH, SET, PRAGMA, "
+                      "INSTALL or LOAD.")
     sql.add_argument("query", metavar="SQL", help="e.g. \"SELECT * FROM ngrams WHERE \\\"order\\\" = 2 LIMIT 5\"")
     _with_format(sql)

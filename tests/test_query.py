@@ -2,6 +2,7 @@
 the totals file parsed here, and KenLM scoring the ARPA file the dataset exports."""
 
 import csv
+import functools
 import io
 import json
 import os
@@ -49,7 +50,10 @@ def failed_model(tmp_path_factory):
 
 def query(capsys, dataset, *args) -> tuple[int, str, str]:
     capsys.readouterr()  # what fixtures printed while setting up
-    code = run_cli("query", dataset, *args)
+    try:
+        code = run_cli("query", dataset, *args)
+    except SystemExit as exit:  # a mistake argparse found
+        code = exit.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -357,8 +361,15 @@ def test_not_a_dataset_and_an_incomplete_one(capsys, tmp_path):
     ("full", ["count", "a b c d e f"], "'a b c d e f' has 6 tokens; n-grams have at most 5"),
     ("full", ["count", "  "], "an n-gram needs at least one token"),
     ("full", ["next", "a b c d e"], "a prefix has at most 4 tokens"),
-    ("full", ["next", "a", "--top", "0"], "--top must be at least 1"),
-    ("full", ["series", "a", "--smooth", "-1"], "--smooth is a number of years on each side"),
+    ("full", ["next", "a", "--top", "0"], "argument --top: how many continuations to show, a whole number from 1 "
+                                          "to 1,000,000,000; got '0' (see 'ngramflow query DATASET next --help')"),
+    ("full", ["next", "a", "--top", "99999999999999999999"], "--top: how many continuations to show, a whole "
+                                                             "number from 1 to 1,000,000,000; got '9999999999"),
+    ("full", ["next", "a", "--top", "ten"], "--top: how many continuations to show, a whole number"),
+    ("full", ["series", "a", "--smooth", "-1"], "argument --smooth: the years on each side, a whole number from 0 "
+                                                "to 700; got '-1'"),
+    ("full", ["series", "a", "--smooth", "99999999999999999999"], "--smooth: the years on each side, a whole "
+                                                                  "number from 0 to 700"),
     ("full", ["series", "a", "--plot", "chart.jpg"], "--plot writes a PNG image; name the file *.png"),
     ("full", ["series", "a", "--plot", "/nonexistent/chart.png"], "the folder of --plot /nonexistent/chart.png"),
     ("full", ["sql", "SELEC 1"], "SQL: Parser Error: syntax error at or near \"SELEC\""),
@@ -368,3 +379,149 @@ def test_user_mistakes_are_one_line_errors(request, capsys, fixture, args, messa
     dataset = request.getfixturevalue(fixture)
     err = one_line_error(capsys, 2, dataset, *args)
     assert err.startswith("ngramflow: error: ") and message in err
+
+
+def view_sizes(capsys, dataset) -> dict:
+    """The number of rows of every view, and a few answers of every subcommand."""
+    views = ["mkn_contexts", "mkn_discounts", "mkn_ngrams", "ngrams", "rejects", "totalcounts", "vocabulary"]
+    sizes = query_json(capsys, dataset, "sql", "SELECT " + ", ".join(f"(SELECT count(*) FROM {v}) AS {v}"
+                                                                     for v in views))
+    ngrams = series_ngrams()
+    return {"sql": sizes, "count": query_json(capsys, dataset, "count", *ngrams),
+            "count -i": query_json(capsys, dataset, "count", "--ignore-case", *ngrams),
+            "series": query_json(capsys, dataset, "series", *ngrams, "--normalize"),
+            "next": query_json(capsys, dataset, "next", ngrams[0].split()[0]),
+            "score": query_json(capsys, dataset, "score", " ".join(ngrams))}
+
+
+@pytest.mark.parametrize("name, decoy", [
+    ("cp[1]", "cp1"),  # issue 12: read_parquet('cp[1]/...') read cp1
+    ("all [1]*?{a,b}'s]", "all 1XY{a,b}'s]"),  # what the name says as a glob, the decoy is
+    ("back\\slash", "back/slash"),  # DuckDB's glob takes a backslash for a separator
+])
+def test_a_dataset_path_is_taken_literally(full, capsys, tmp_path, name, decoy):
+    shutil.copytree(full, tmp_path / name)
+    shutil.copytree(full, tmp_path / decoy)
+    for part in (tmp_path / decoy).rglob("*.parquet"):
+        part.write_bytes(b"not parquet")  # a read of the decoy fails
+    assert view_sizes(capsys, tmp_path / name) == view_sizes(capsys, full)
+
+
+def test_a_path_duckdb_cannot_read_literally_is_refused(full, capsys, tmp_path):
+    dataset = tmp_path / "b\\[1]"
+    shutil.copytree(full, dataset)
+    err = one_line_error(capsys, 2, dataset, "count", "a")
+    assert f"DuckDB cannot read {dataset}: its path has a backslash and one of * ? [" in err
+
+
+def test_sql_runs_queries_that_read_the_dataset(full, capsys):
+    """Reading the dataset stays open to SQL: its views and its files, DESCRIBE, SUMMARIZE, PIVOT with IN."""
+    parts = query_json(capsys, full, "sql", f"SELECT count(*) AS n FROM read_parquet("
+                                            f"{text(os.path.join(full, 'ngrams', '*', '*.parquet'))})")
+    assert parts == query_json(capsys, full, "sql", "SELECT count(*) AS n FROM ngrams")
+    assert "ngram" in [r["column_name"] for r in query_json(capsys, full, "sql", "DESCRIBE ngrams")]
+    assert len(query_json(capsys, full, "sql", "SUMMARIZE vocabulary")) == 4
+    pivot = query_json(capsys, full, "sql", 'PIVOT (SELECT "order" FROM ngrams) ON "order" IN (1, 2) USING count(*)')
+    assert list(pivot[0]) == ["1", "2"]
+
+
+def files_under(folder) -> set:
+    return {os.path.join(root, name) for root, dirs, names in os.walk(folder) for name in names + dirs}
+
+
+#: SQL that reaches beyond the dataset or changes it. {out}: a path outside the dataset; {inside}: one in it;
+#: {secret}: a file beside the dataset; {other}: another dataset.
+ATTACKS = [
+    ("COPY (SELECT 1 AS x) TO {out}", "not COPY"),
+    ("COPY (SELECT 1 AS x) TO {inside}", "not COPY"),
+    ("SELECT 1; COPY (SELECT 1 AS x) TO {out}", "not COPY"),
+    ("EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO {inside}", "not EXPLAIN"),
+    ("COPY (PIVOT ngrams ON \"order\" USING count(*)) TO {inside}", "not MULTI"),
+    ("EXPORT DATABASE {inside_dir}", "not EXPORT"),
+    ("SELECT * FROM read_text({secret})", "Permission Error: Cannot access file"),
+    ("SELECT * FROM read_csv({secret})", "Permission Error: Cannot access file"),
+    ("SELECT * FROM read_parquet({other})", "Permission Error: Cannot access file"),
+    ("SELECT * FROM glob({everything})", "Permission Error: Cannot access file"),
+    ("ATTACH {out} AS elsewhere", "not ATTACH"),
+    ("ATTACH ':memory:' AS elsewhere", "not ATTACH"),
+    ("SET enable_external_access = true", "not SET"),
+    ("RESET allowed_directories", "not SET"),
+    ("PRAGMA enable_profiling", "not PRAGMA"),
+    ("INSTALL httpfs", "not LOAD"),
+    ("LOAD parquet", "not LOAD"),
+]
+
+
+@pytest.mark.parametrize("sql, message", ATTACKS)
+def test_sql_reaches_only_the_dataset_and_changes_nothing(full, bare, capsys, tmp_path, sql, message):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("user,password\nroot,hunter2\n")
+    before = files_under(tmp_path) | files_under(full)
+    err = one_line_error(capsys, 2, full, "sql", sql.format(
+        out=text(str(tmp_path / "leak.csv")), inside=text(os.path.join(full, "leak.csv")),
+        inside_dir=text(os.path.join(full, "export")), secret=text(str(secret)),
+        other=text(os.path.join(bare, "ngrams", "*", "*.parquet")), everything=text(str(tmp_path / "*"))))
+    assert err.startswith("ngramflow: error: SQL: ") and message in err
+    assert files_under(tmp_path) | files_under(full) == before
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_every_subcommand_connection_is_sandboxed(full, bare, tmp_path, views):
+    """count, series, next and score use the connection without views; sql the one with them."""
+    from pipeline.dataset import Dataset
+
+    dataset = Dataset(full)
+    con = dataset.connect(views=views)
+    assert con.execute(f"SELECT count(*) FROM {dataset.ngrams_of_order(2)}").fetchall()[0][0] > 0
+    for sql in [f"SELECT * FROM read_parquet({text(os.path.join(bare, 'ngrams', '*', '*.parquet'))})",
+                f"COPY (SELECT 1 AS x) TO {text(str(tmp_path / 'leak.csv'))}",
+                f"ATTACH {text(str(tmp_path / 'other.duckdb'))} AS other",
+                "LOAD httpfs", "SET enable_external_access = true", "RESET lock_configuration",
+                "PRAGMA enable_profiling"]:
+        with pytest.raises(duckdb.Error):
+            con.execute(sql)
+    assert not list(tmp_path.iterdir())
+
+
+def manifest_of(full) -> dict:
+    with open(os.path.join(full, "_manifest.json")) as fh:
+        return json.load(fh)
+
+
+def edited(**fields):
+    """A manifest edit: the fields set (orders__1__ngrams for a nested one), or removed when None."""
+    def edit(manifest):
+        for name, value in fields.items():
+            *parents, key = name.split("__")
+            section = functools.reduce(dict.__getitem__, parents, manifest)
+            if value is None:
+                del section[key]
+            else:
+                section[key] = value
+        return json.dumps(manifest).encode()
+    return edit
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"{", "Expecting property name enclosed in double quotes: line 1 column 2"),
+    (b"[]", "it should be a JSON object, not an array"),
+    (b"{}", '"schema_version" is missing'),
+    (b"\xff\xfe{}", "'utf-8' codec can't decode byte 0xff"),
+    (edited(schema_version=None), '"schema_version" is missing'),
+    (edited(schema_version="1"), '"schema_version" should be an integer, not a string'),
+    (edited(schema_version=True), '"schema_version" should be an integer, not true or false'),
+    (edited(orders=[1, 2, 3]), '"orders" should be an object, not an array'),
+    (edited(orders={"one": {"ngrams": 5}}), '"orders" has an entry "one", which is not an n-gram order'),
+    (edited(orders={"1": 724}), '"orders.1" should be an object, not an integer'),
+    (edited(orders__1__ngrams="724"), '"orders.1.ngrams" should be an integer, not a string'),
+    (edited(orders__2__ngrams=None), '"orders.2.ngrams" is missing'),
+    (edited(options=None), '"options" is missing'),
+    (edited(options__keep_years="yes"), '"options.keep_years" should be true or false, not a string'),
+    (edited(mkn=[3]), '"mkn" should be an object, not an array'),
+    (edited(mkn__order="3"), '"mkn.order" should be an integer, not a string'),
+])
+def test_a_malformed_manifest_is_a_one_line_error(full, capsys, tmp_path, content, reason):
+    (tmp_path / "_manifest.json").write_bytes(content if isinstance(content, bytes) else content(manifest_of(full)))
+    err = one_line_error(capsys, 2, tmp_path, "count", "a")
+    assert err.startswith(f"ngramflow: error: {tmp_path / '_manifest.json'} is not a valid ngramflow manifest: ")
+    assert reason in err
