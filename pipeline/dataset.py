@@ -61,6 +61,19 @@ def check_manifest(manifest) -> None:
         _field(_field(manifest, "mkn", dict), "order", int, "mkn.")
 
 
+def parse_manifest(data: bytes, dataset: str) -> dict:
+    """The manifest of DATASET from its bytes, checked; a UserError says what is wrong with it."""
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+        check_manifest(manifest)
+    except ValueError as err:  # also what a file that is not JSON or not UTF-8 raises
+        raise UserError(f"{os.path.join(dataset, MANIFEST)} is not a valid ngramflow manifest: {err}") from None
+    if manifest["schema_version"] > schemas.SCHEMA_VERSION:
+        raise UserError(f"{dataset} was written by a newer ngramflow (schema version "
+                        f"{manifest['schema_version']}); upgrade ngramflow to read it")
+    return manifest
+
+
 def _read_parquet(files: list[str], partitioned: bool) -> str:
     """A table expression reading files listed by Dataset._files, with their "order" folder as a column if
     partitioned."""
@@ -99,16 +112,8 @@ class Dataset:
             if os.path.exists(marker):
                 raise UserError(f"{path} is an incomplete dataset ({_first_line(marker)}); run the import again")
             raise UserError(f"{path} is not an ngramflow output directory (it has no {MANIFEST})")
-        try:
-            with open(os.path.join(path, MANIFEST), encoding="utf-8") as fh:
-                manifest = json.load(fh)
-            check_manifest(manifest)
-        except ValueError as err:  # also what json.load raises for a file that is not JSON or not UTF-8
-            raise UserError(f"{os.path.join(path, MANIFEST)} is not a valid ngramflow manifest: {err}") from None
-        if manifest["schema_version"] > schemas.SCHEMA_VERSION:
-            raise UserError(f"{path} was written by a newer ngramflow (schema version "
-                            f"{manifest['schema_version']}); upgrade ngramflow to query it")
-        return manifest
+        with open(os.path.join(path, MANIFEST), "rb") as fh:
+            return parse_manifest(fh.read(), path)
 
     def file(self, *parts: str) -> str:
         return os.path.join(self.path, *parts)

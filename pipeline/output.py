@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.dataset import parse_manifest
 from pipeline.errors import UserError
 from schemas import INCOMPLETE, MANIFEST
 
@@ -176,7 +177,7 @@ class DatasetDir(OutputDir):
 
     def read_manifest(self) -> dict:
         with FileSystems.open(self.join(MANIFEST)) as fh:
-            return json.loads(fh.read().decode())
+            return parse_manifest(fh.read(), self.path)
 
     def write_manifest(self, manifest: dict) -> None:
         self.write_json(MANIFEST, manifest)

@@ -321,3 +321,15 @@ def test_a_gzip_input_is_never_changed(tmp_path):
     assert files_under(corpus) == before
     with gzip.open(corpus / os.path.basename(ONE_FILE)) as fh:
         assert fh.read(1)
+
+
+@pytest.mark.parametrize("text", ["{", "[]", "{}", '{"schema_version": 1, "orders": []}'])
+def test_a_malformed_manifest_stops_mkn_and_import_with_one_line(tmp_path, capsys, text):
+    dataset = tmp_path / "ds"
+    dataset.mkdir()
+    (dataset / "_manifest.json").write_text(text)
+    err = one_line_error(capsys, run_cli("mkn", dataset, "--order", "2", "-q"))
+    assert "is not a valid ngramflow manifest" in err
+    err = one_line_error(capsys, run_cli("import", ONE_FILE, "--output", dataset, "--overwrite", "-q"))
+    assert "is not a valid ngramflow manifest" in err
+    assert (dataset / "_manifest.json").read_text() == text
