@@ -58,12 +58,19 @@ def _escape(path: str) -> str:
 
 
 def _os_error(path: str, err: OSError) -> UserError:
+    if os.path.islink(path) and not os.path.exists(path):
+        try:
+            os.stat(path)
+        except OSError as link_err:
+            err = link_err  # the link, not the folder it should have made, is what is wrong
     if err.errno == errno.ENOSPC:
         return UserError(f"no space left on the device of output {path}")
     if err.errno in (errno.ENOTDIR, errno.EEXIST):
         return UserError(f"output {path}: a part of that path is a file, not a directory")
     if err.errno == errno.ELOOP:
         return UserError(f"output {path}: symbolic link loop")
+    if err.errno == errno.ENOENT:
+        return UserError(f"output {path}: broken symbolic link to {os.readlink(path)}")
     return UserError(f"cannot write to output {path}: {(err.strerror or str(err)).lower()}")
 
 

@@ -333,3 +333,10 @@ def test_a_malformed_manifest_stops_mkn_and_import_with_one_line(tmp_path, capsy
     err = one_line_error(capsys, run_cli("import", ONE_FILE, "--output", dataset, "--overwrite", "-q"))
     assert "is not a valid ngramflow manifest" in err
     assert (dataset / "_manifest.json").read_text() == text
+
+
+@pytest.mark.parametrize("target, message", [("self", "symbolic link loop"), ("nowhere", "broken symbolic link")])
+def test_an_output_that_is_a_bad_link_is_a_one_line_error(tmp_path, capsys, target, message):
+    os.symlink(tmp_path / target, tmp_path / "self")
+    err = one_line_error(capsys, run_cli("import", ONE_FILE, "--output", tmp_path / "self", "-q"))
+    assert message in err
