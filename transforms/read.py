@@ -23,6 +23,7 @@ from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
 from transforms import formats, rows, runs
+from transforms.checked import CountOverflow
 from transforms.filters import RowPolicy
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -39,7 +40,7 @@ class InputFileError(RuntimeError):
     the runner's wrapped exceptions and show it without a stack trace.
     """
 
-    MARKER = "ngramflow input error: "
+    MARKER = CountOverflow.MARKER  # one marker for every input that cannot be imported
 
     def __init__(self, path: str, reason: str):
         super().__init__(f"{self.MARKER}{path}: {reason}")
