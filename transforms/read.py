@@ -57,12 +57,38 @@ class ReadSettings:
     slice_bytes: int | None = None  # None: read each file whole; else in slices (see LineReader)
 
 
+class NotGzip(OSError):
+    """A file named .gz that is not gzip: empty, or other data (an HTML error page, bzip2)."""
+
+
+def _gzip_problem(head: bytes) -> str | None:
+    """Why a file starting with ``head`` cannot be the gzip its .gz name says, or None."""
+    if not head:
+        return "empty file"
+    if not head.startswith(GZIP_MAGIC):
+        return f"not gzip (starts with {head!r})"
+    return None
+
+
 def _open(path: str):
-    """(decompressed byte stream, compressed byte stream) of a gzip or plain file."""
+    """(decompressed byte stream, compressed byte stream) of a gzip or plain file.
+
+    A name ending in .gz promises gzip (a failed download must not pass for an
+    empty or plain-text file); other files are decompressed if they are gzip.
+    """
     raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-    gzipped = raw.read(2) == GZIP_MAGIC
+    head = raw.read(8)
+    problem = _gzip_problem(head) if path.lower().endswith(".gz") else None
+    if problem:
+        raw.close()
+        raise NotGzip(problem)
     raw.seek(0)
-    return (igzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw), raw
+    return (igzip.GzipFile(fileobj=raw, mode="rb") if head.startswith(GZIP_MAGIC) else raw), raw
+
+
+def _problem(err: Exception) -> str:
+    """The reason a whole file cannot be read, from the error reading it raised."""
+    return str(err) if isinstance(err, NotGzip) else f"corrupt or truncated gzip ({err})"
 
 
 def verify_readable(path: str) -> str | None:
@@ -73,7 +99,7 @@ def verify_readable(path: str) -> str | None:
             while data.read(CHUNK_BYTES):
                 pass
     except _CORRUPT_ERRORS as err:
-        return f"corrupt or truncated gzip ({err})"
+        return _problem(err)
     return None
 
 
@@ -291,9 +317,8 @@ class ReadNgramFile(beam.DoFn):
                         yield pa.concat_tables(buffered)
                         buffered, buffered_rows = [], 0
             except _CORRUPT_ERRORS as err:
-                raise InputFileError(path, f"corrupt or truncated gzip ({err}); "
-                                     "the output is marked incomplete. Use --on-corrupt-file skip to "
-                                     "record such files as skipped and go on") from None
+                raise InputFileError(path, f"{_problem(err)}; the output is marked incomplete. Use "
+                                     "--on-corrupt-file skip to record such files as skipped and go on") from None
             self.progress.part_done(stats["rows_read"], _share(size, index, slices), index == slices - 1)
         if buffered:
             yield pa.concat_tables(buffered)
