@@ -137,14 +137,21 @@ class Parsed(NamedTuple):
     rejects: pa.Table  # schemas.REJECTS
 
 
-def parse_chunk(chunk: bytes, lines: int, fmt: str, path: str, first_line: int) -> Parsed:
-    """The rows and rejects of ``chunk``: ``lines`` whole lines, the first numbered ``first_line``."""
+def parse_fast(chunk: bytes, lines: int, fmt: str) -> Parsed | None:
+    """The rows of ``chunk`` by Arrow alone, or None when the fast path cannot vouch for every line."""
     try:
         table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
         starts = columnar.run_starts(table["ngram"].combine_chunks())
         _check(table, starts, lines, fmt)
         return Parsed(table, starts, REJECTS.empty_table())
     except (_Unusual, pa.ArrowInvalid, pa.ArrowTypeError):
-        pass
+        return None
+
+
+def parse_chunk(chunk: bytes, lines: int, fmt: str, path: str, first_line: int) -> Parsed:
+    """The rows and rejects of ``chunk``: ``lines`` whole lines, the first numbered ``first_line``."""
+    parsed = parse_fast(chunk, lines, fmt)
+    if parsed is not None:
+        return parsed
     table, rejects = _line_by_line(chunk, fmt, path, first_line)
     return Parsed(table, columnar.run_starts(table["ngram"].combine_chunks()), rejects)
