@@ -6,6 +6,7 @@ and its consecutive rows of one n-gram collapsed into runs (transforms/runs.py):
 what leaves this stage is a few tables per file, one row per n-gram.
 """
 
+import codecs
 import collections
 import hashlib
 import json
@@ -160,6 +161,7 @@ class LineReader:
         self.line = 1  # number of the line that starts there
         try:
             self._fill()
+            self._drop_byte_order_mark()
             self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
             if self.format is None and self.pending.strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
@@ -168,6 +170,15 @@ class LineReader:
             self.close()
             raise
         self.format = self.format or "empty"
+
+    def _drop_byte_order_mark(self):
+        """A UTF-8 byte order mark at the start of a file is an encoding artefact, not part of its first n-gram.
+
+        Dropping it here gives every path, format and slice the same text; the
+        offsets stay those of the decompressed file, so slices do not move.
+        """
+        if self.pending.startswith(codecs.BOM_UTF8):
+            self.pending, self.offset = self.pending[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
 
     def _fill(self) -> bool:
         block = self.data.read(CHUNK_BYTES)
