@@ -34,7 +34,7 @@ class _Unusual(Exception):
 
 
 def _integers(strings, type_: pa.DataType) -> pa.Array:
-    """Plain decimal digits only: Arrow's cast would also read "-0", "+5" and hexadecimal ("0x1F")."""
+    """Plain decimal digits only: Arrow's cast would read "-0" as 0 and "0x1F" as hexadecimal."""
     if not pc.all(pc.ascii_is_decimal(strings)).as_py():
         raise _Unusual("a number that is not plain digits")
     return strings.cast(type_)
@@ -44,11 +44,12 @@ _ODD_FIELD_STARTS = np.array([ord("-"), ord("+"), ord(" ")], np.uint8)
 
 
 def _odd_tsv(chunk: bytes) -> bool:
-    """Whether Arrow's CSV reader would read this chunk otherwise than formats.py.
+    """Whether Arrow's CSV reader might read this chunk otherwise than formats.py.
 
-    It reads a leading byte order mark as nothing, a signed field ("-0", "+5")
-    or "0x1F" as a number, and trims a field's leading spaces. All are rare, so
-    such chunks simply take the careful path; every numeric field follows a tab.
+    It drops a byte order mark at the start, reads "-0" as 0 and "0x1F" as
+    hexadecimal, and trims a field's leading spaces. So a chunk that starts with
+    a byte order mark, or has a field starting with a sign, a space or "0x",
+    takes the careful path; all are rare. Every numeric field follows a tab.
     """
     if chunk.startswith(codecs.BOM_UTF8):
         return True

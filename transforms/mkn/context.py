@@ -44,9 +44,10 @@ def backoff_mass(stats: tuple, discounts: Discounts) -> float:
 class ContextSumOverflow(DiscountError):
     """A context's adjusted_sum does not fit int64.
 
-    The import's totals fit, so only a context whose raw counts add up to
-    nearly 2**63 plus continuation counts gets here. It carries the stage's
-    marker, so `import --mkn-order` and `ngramflow mkn` both show it as one line.
+    The import checks each order's total, so only a context whose raw counts
+    come within its continuation counts of 2**63 gets here. It carries the
+    stage's marker, so `import --mkn-order` and `ngramflow mkn` both show it
+    as one line.
     """
 
 
