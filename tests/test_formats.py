@@ -19,6 +19,11 @@ def test_2009_row_ignores_pages_but_checks_them():
         parse_2009("cat\t1990\t5\tx\t2")
 
 
+def test_leading_zeros_and_padding_spaces_are_plain_numbers():
+    assert parse_2012("cat\t01990\t007\t 2 ") == (["cat"], [(1990, 7, 2)])
+    assert parse_2012("cat\t1990\t9223372036854775807\t0") == (["cat"], [(1990, 2**63 - 1, 0)])
+
+
 def test_runs_of_spaces_are_one_separator_but_other_spaces_are_token_text():
     tokens, _ = parse_2012("a  b\u00a0c\t1990\t1\t1")
     assert tokens == ["a", "b\u00a0c"]
@@ -34,6 +39,13 @@ def test_runs_of_spaces_are_one_separator_but_other_spaces_are_token_text():
     ("a b c d e f\t1990\t5\t2", "more than 5 tokens: 6"),
     ("the cat\t1990\t+5\t2", "non-numeric match count"),
     ("the cat\t1990\t5\t\u00b2", "non-numeric volume count"),
+    ("the cat\t1990\t-0\t2", "negative match count: -0"),
+    ("the cat\t1990\t+0\t2", "non-numeric match count"),
+    ("the cat\t-1990\t1\t2", "negative year: -1990"),
+    ("the cat\t1990\t5.0\t2", "non-numeric match count"),
+    ("the cat\t1990\t1e3\t2", "non-numeric match count"),
+    ("the cat\t1990\t0x10\t2", "non-numeric match count"),
+    ("the cat\t1990\t9223372036854775808\t2", "match count too large"),
 ])
 def test_2012_rejects(line, reason):
     with pytest.raises(Malformed) as err:

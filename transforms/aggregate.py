@@ -1,9 +1,11 @@
 """Total every n-gram across files and chunks, then apply the minimum count."""
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms import checked, columnar
 from transforms.counts import SumRunTables, to_ngram_table
 from transforms.shards import SplitByShard
 
@@ -36,12 +38,28 @@ class AggregateNgrams(beam.PTransform):
         )
 
 
+_TOTALLED = ("match_count", "volume_count")
+_WHOLE = np.zeros(1, np.int64)  # sum_runs' starts for one sum over all values
+
+
 def order_totals(ngrams: pa.Table):
     """(order, (n-grams, match total, volume total)) of one table."""
-    grouped = ngrams.group_by("order").aggregate([("order", "count"), ("match_count", "sum"),
-                                                  ("volume_count", "sum")])
-    for row in grouped.to_pylist():
-        yield row["order"], (row["order_count"], row["match_count_sum"], row["volume_count_sum"])
+    orders = columnar.numpy(ngrams["order"])
+    for order in np.unique(orders).tolist():
+        rows = orders == order
+        totals = (checked.sum_runs(columnar.numpy(ngrams[column])[rows], _WHOLE,
+                                   lambda _, column=column: f"the {column} of all {order}-grams")[0]
+                  for column in _TOTALLED)
+        yield order, (int(rows.sum()), *map(int, totals))
+
+
+def order_record(order: int, totals: tuple) -> tuple:
+    """(name, record) of one order's totals over all shards, summed exactly (Python ints), or CountOverflow."""
+    ngrams, *sums = totals
+    record = {"order": order, "ngrams": ngrams}
+    for column, total in zip(_TOTALLED, sums):
+        record[column] = checked.fits(total, f"the {column} of all {order}-grams")
+    return f"order-{order}", record
 
 
 def files_by_order(shard: int, ngrams: pa.Table):
@@ -58,6 +76,5 @@ class SummarizeOrders(beam.PTransform):
             ngram_tables
             | "Totals per order" >> beam.FlatMapTuple(lambda _shard, t: order_totals(t))
             | "Sum per order" >> beam.CombinePerKey(beam.combiners.TupleCombineFn(sum, sum, sum))
-            | "Order record" >> beam.MapTuple(lambda order, t: (
-                f"order-{order}", {"order": order, "ngrams": t[0], "match_count": t[1], "volume_count": t[2]}))
+            | "Order record" >> beam.MapTuple(order_record)
         )

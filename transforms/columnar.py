@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
+from transforms import checked
 
 MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
 MASK_TYPE = pa.binary(MASK_BYTES)
@@ -37,6 +38,14 @@ def run_ids(starts: np.ndarray, n: int) -> np.ndarray:
     marks = np.zeros(n, np.int64)
     marks[starts[1:]] = 1
     return np.cumsum(marks)
+
+
+def sum_by_ngram(values: np.ndarray, starts: np.ndarray, ngrams, column: str) -> np.ndarray:
+    """The sum of each run of ``values`` (runs begin at ``starts``; ``ngrams[i]`` is run i's n-gram).
+
+    A sum that does not fit int64 raises checked.CountOverflow naming the n-gram and ``column``.
+    """
+    return checked.sum_runs(values, starts, lambda run: f"{column} of n-gram {ngrams[run].as_py()!r}")
 
 
 def year_masks(years: np.ndarray, ids: np.ndarray, runs: int) -> np.ndarray:

@@ -32,13 +32,15 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     starts = columnar.run_starts(keys)
     if len(starts) == runs.num_rows:
         return runs.combine_chunks()
+    ngrams = keys.take(pa.array(starts))
     columns = [
-        keys.take(pa.array(starts)),
-        pa.array(np.add.reduceat(columnar.numpy(runs["match"]), starts)),
-        pa.array(np.add.reduceat(columnar.numpy(runs["volume"]), starts)),
+        ngrams,
+        pa.array(columnar.sum_by_ngram(columnar.numpy(runs["match"]), starts, ngrams, "match_count")),
+        pa.array(columnar.sum_by_ngram(columnar.numpy(runs["volume"]), starts, ngrams, "volume_count")),
         columnar.mask_array(np.bitwise_or.reduceat(columnar.mask_matrix(runs["years"]), starts, axis=0)),
     ]
     if "year_series" in runs.column_names:
+        # Each year's sum is part of its n-gram's total, which fits: the series cannot overflow.
         ids = columnar.run_ids(starts, runs.num_rows)
         parent, years, matches, volumes = columnar.explode_series(keys, runs["year_series"])
         columns.append(columnar.series_by_run(ids[parent], years, matches, volumes, len(starts)))

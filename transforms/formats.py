@@ -25,6 +25,12 @@ _INT64_MAX = 2**63 - 1
 
 
 def _count(text: str, what: str) -> int:
+    """A count or year: ASCII digits, leading zeros allowed, padded by spaces or not.
+
+    Nothing else is a number here, whatever its value: no sign ("-0" and "+5"
+    are as malformed as "-5"), decimal point, exponent or hexadecimal.
+    rows.py's fast path hands every other spelling to this parser.
+    """
     text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader does
     if text.isascii() and text.isdigit():
         value = int(text)

@@ -6,6 +6,7 @@ and its consecutive rows of one n-gram collapsed into runs (transforms/runs.py):
 what leaves this stage is a few tables per file, one row per n-gram.
 """
 
+import codecs
 import collections
 import hashlib
 import json
@@ -23,6 +24,7 @@ from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
 from transforms import formats, rows, runs
+from transforms.checked import CountOverflow
 from transforms.filters import RowPolicy
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -39,7 +41,7 @@ class InputFileError(RuntimeError):
     the runner's wrapped exceptions and show it without a stack trace.
     """
 
-    MARKER = "ngramflow input error: "
+    MARKER = CountOverflow.MARKER  # one marker for every input that cannot be imported
 
     def __init__(self, path: str, reason: str):
         super().__init__(f"{self.MARKER}{path}: {reason}")
@@ -56,12 +58,38 @@ class ReadSettings:
     slice_bytes: int | None = None  # None: read each file whole; else in slices (see LineReader)
 
 
+class NotGzip(OSError):
+    """A file named .gz that is not gzip: empty, or other data (an HTML error page, bzip2)."""
+
+
+def _gzip_problem(head: bytes) -> str | None:
+    """Why a file starting with ``head`` cannot be the gzip its .gz name says, or None."""
+    if not head:
+        return "empty file"
+    if not head.startswith(GZIP_MAGIC):
+        return f"not gzip (starts with {head!r})"
+    return None
+
+
 def _open(path: str):
-    """(decompressed byte stream, compressed byte stream) of a gzip or plain file."""
+    """(decompressed byte stream, compressed byte stream) of a gzip or plain file.
+
+    A name ending in .gz promises gzip (a failed download must not pass for an
+    empty or plain-text file); other files are decompressed if they are gzip.
+    """
     raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-    gzipped = raw.read(2) == GZIP_MAGIC
+    head = raw.read(8)
+    problem = _gzip_problem(head) if path.lower().endswith(".gz") else None
+    if problem:
+        raw.close()
+        raise NotGzip(problem)
     raw.seek(0)
-    return (igzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw), raw
+    return (igzip.GzipFile(fileobj=raw, mode="rb") if head.startswith(GZIP_MAGIC) else raw), raw
+
+
+def _problem(err: Exception) -> str:
+    """The reason a whole file cannot be read, from the error reading it raised."""
+    return str(err) if isinstance(err, NotGzip) else f"corrupt or truncated gzip ({err})"
 
 
 def verify_readable(path: str) -> str | None:
@@ -72,7 +100,7 @@ def verify_readable(path: str) -> str | None:
             while data.read(CHUNK_BYTES):
                 pass
     except _CORRUPT_ERRORS as err:
-        return f"corrupt or truncated gzip ({err})"
+        return _problem(err)
     return None
 
 
@@ -133,6 +161,7 @@ class LineReader:
         self.line = 1  # number of the line that starts there
         try:
             self._fill()
+            self._drop_byte_order_mark()
             self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
             if self.format is None and self.pending.strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
@@ -141,6 +170,15 @@ class LineReader:
             self.close()
             raise
         self.format = self.format or "empty"
+
+    def _drop_byte_order_mark(self):
+        """A UTF-8 byte order mark at the start of a file is an encoding artefact, not part of its first n-gram.
+
+        Dropping it here gives every path, format and slice the same text; the
+        offsets stay those of the decompressed file, so slices do not move.
+        """
+        if self.pending.startswith(codecs.BOM_UTF8):
+            self.pending, self.offset = self.pending[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
 
     def _fill(self) -> bool:
         block = self.data.read(CHUNK_BYTES)
@@ -290,9 +328,8 @@ class ReadNgramFile(beam.DoFn):
                         yield pa.concat_tables(buffered)
                         buffered, buffered_rows = [], 0
             except _CORRUPT_ERRORS as err:
-                raise InputFileError(path, f"corrupt or truncated gzip ({err}); "
-                                     "the output is marked incomplete. Use --on-corrupt-file skip to "
-                                     "record such files as skipped and go on") from None
+                raise InputFileError(path, f"{_problem(err)}; the output is marked incomplete. Use "
+                                     "--on-corrupt-file skip to record such files as skipped and go on") from None
             self.progress.part_done(stats["rows_read"], _share(size, index, slices), index == slices - 1)
         if buffered:
             yield pa.concat_tables(buffered)

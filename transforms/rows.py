@@ -8,6 +8,7 @@ unusual in it is parsed again line by line by transforms/formats.py, which
 names each malformed line. Both paths accept and reject exactly the same lines.
 """
 
+import codecs
 from typing import NamedTuple
 
 import numpy as np
@@ -33,27 +34,35 @@ class _Unusual(Exception):
 
 
 def _integers(strings, type_: pa.DataType) -> pa.Array:
-    """Decimal integers only: Arrow's parser would also read hexadecimal ("0x1F")."""
-    if pc.any(pc.match_substring(strings, "x", ignore_case=True)).as_py():
-        raise _Unusual("a hexadecimal-looking number")
+    """Plain decimal digits only: Arrow's cast would read "-0" as 0 and "0x1F" as hexadecimal."""
+    if not pc.all(pc.ascii_is_decimal(strings)).as_py():
+        raise _Unusual("a number that is not plain digits")
     return strings.cast(type_)
 
 
-def _hex_or_padded_field(chunk: bytes) -> bool:
-    """Whether a field after a tab starts with "0x"/"0X" or a space.
+_ODD_FIELD_STARTS = np.array([ord("-"), ord("+"), ord(" ")], np.uint8)
 
-    Arrow's CSV reader would read the first as hexadecimal and pad-trim the
-    second; both are rare, so such chunks simply take the careful path.
+
+def _odd_tsv(chunk: bytes) -> bool:
+    """Whether Arrow's CSV reader might read this chunk otherwise than formats.py.
+
+    It drops a byte order mark at the start, reads "-0" as 0 and "0x1F" as
+    hexadecimal, and trims a field's leading spaces. So a chunk that starts with
+    a byte order mark, or has a field starting with a sign, a space or "0x",
+    takes the careful path; all are rare. Every numeric field follows a tab.
     """
+    if chunk.startswith(codecs.BOM_UTF8):
+        return True
     data = np.frombuffer(chunk, np.uint8)
     after = np.flatnonzero(data[:-2] == 9) + 1
     first, second = data[after], data[after + 1]
-    return bool(((first == ord("0")) & ((second | 0x20) == ord("x"))).any() or (first == ord(" ")).any())
+    hexadecimal = (first == ord("0")) & ((second | 0x20) == ord("x"))
+    return bool(hexadecimal.any() or np.isin(first, _ODD_FIELD_STARTS).any())
 
 
 def _read_tsv(chunk: bytes, fmt: str) -> pa.Table:
-    if _hex_or_padded_field(chunk):
-        raise _Unusual("a hexadecimal-looking or padded number")
+    if _odd_tsv(chunk):
+        raise _Unusual("a byte order mark, or a signed, hexadecimal-looking or padded number")
     names = _COLUMNS[fmt]
     types = {n: ROW_SCHEMA.field(n).type if n in ROW_SCHEMA.names else pa.int64() for n in names}
     table = csv.read_csv(
@@ -63,11 +72,7 @@ def _read_tsv(chunk: bytes, fmt: str) -> pa.Table:
         convert_options=csv.ConvertOptions(column_types=types, check_utf8=True, strings_can_be_null=False,
                                            quoted_strings_can_be_null=False, null_values=[]),
     )
-    if fmt == "2009":
-        if pc.any(pc.less(table["pages"], 0)).as_py():
-            raise _Unusual("negative page count")
-        table = table.drop(["pages"])
-    return table
+    return table.drop(["pages"]) if fmt == "2009" else table
 
 
 def _read_2020(chunk: bytes) -> pa.Table:
@@ -94,14 +99,15 @@ _ODD_SPACING = rf"^ | $|  |^$|(?:[^ ]* ){{{MAX_ORDER}}}"
 
 
 def _check(table: pa.Table, starts: np.ndarray, lines: int, fmt: str) -> None:
-    """Raise _Unusual unless every row passes the same checks formats.py applies."""
+    """Raise _Unusual unless every row passes the same checks formats.py applies.
+
+    Counts need no sign check: a field with a sign never gets this far (_odd_tsv, _integers).
+    """
     if fmt != "2020" and table.num_rows != lines:
         raise _Unusual("row count differs from line count")
     year = columnar.numpy(table["year"])
     if (year < YEAR_MIN).any() or (year > YEAR_MAX).any():
         raise _Unusual("a year out of range")
-    if (columnar.numpy(table["match"]) < 0).any() or (columnar.numpy(table["volume"]) < 0).any():
-        raise _Unusual("a negative count")
     # Rows of a run share their n-gram: one look per run is enough.
     if pc.any(pc.match_substring_regex(table["ngram"].take(pa.array(starts)), _ODD_SPACING)).as_py():
         raise _Unusual("unusual spacing")
@@ -137,14 +143,21 @@ class Parsed(NamedTuple):
     rejects: pa.Table  # schemas.REJECTS
 
 
-def parse_chunk(chunk: bytes, lines: int, fmt: str, path: str, first_line: int) -> Parsed:
-    """The rows and rejects of ``chunk``: ``lines`` whole lines, the first numbered ``first_line``."""
+def parse_fast(chunk: bytes, lines: int, fmt: str) -> Parsed | None:
+    """The rows of ``chunk`` by Arrow alone, or None when the fast path cannot vouch for every line."""
     try:
         table = _read_2020(chunk) if fmt == "2020" else _read_tsv(chunk, fmt)
         starts = columnar.run_starts(table["ngram"].combine_chunks())
         _check(table, starts, lines, fmt)
         return Parsed(table, starts, REJECTS.empty_table())
     except (_Unusual, pa.ArrowInvalid, pa.ArrowTypeError):
-        pass
+        return None
+
+
+def parse_chunk(chunk: bytes, lines: int, fmt: str, path: str, first_line: int) -> Parsed:
+    """The rows and rejects of ``chunk``: ``lines`` whole lines, the first numbered ``first_line``."""
+    parsed = parse_fast(chunk, lines, fmt)
+    if parsed is not None:
+        return parsed
     table, rejects = _line_by_line(chunk, fmt, path, first_line)
     return Parsed(table, columnar.run_starts(table["ngram"].combine_chunks()), rejects)

@@ -62,10 +62,11 @@ def collapse(rows: pa.Table, starts: np.ndarray, policy: RowPolicy, keep_years: 
         keys = pa.array([" ".join(fold_case(t) for t in k.split(" ")) for k in keys.to_pylist()], pa.string())
     columns = [
         keys,
-        pa.array(np.add.reduceat(matches, starts)),
-        pa.array(np.add.reduceat(volumes, starts)),
+        pa.array(columnar.sum_by_ngram(matches, starts, keys, "match_count")),
+        pa.array(columnar.sum_by_ngram(volumes, starts, keys, "volume_count")),
         columnar.mask_array(columnar.year_masks(years, ids, len(starts))),
     ]
     if keep_years:
+        # Each year's sum is part of its run's total, which fits: the series cannot overflow.
         columns.append(columnar.series_by_run(ids, years, matches, volumes, len(starts)))
     return pa.Table.from_arrays(columns, schema=run_schema(keep_years)), dropped

@@ -8,7 +8,8 @@ successors have adjusted count 1, 2, and 3 or more). Successors with count 0
 
 import apache_beam as beam
 
-from transforms.mkn.discount import Discounts
+from transforms.checked import INT64_MAX, too_large
+from transforms.mkn.discount import DiscountError, Discounts
 from transforms.mkn.combine import SumOf
 from transforms.mkn.grams import context_of
 
@@ -40,8 +41,20 @@ def backoff_mass(stats: tuple, discounts: Discounts) -> float:
     return (discounts.d1 * n1 + discounts.d2 * n2 + discounts.d3plus * n3plus) / total
 
 
+class ContextSumOverflow(DiscountError):
+    """A context's adjusted_sum does not fit int64.
+
+    The import checks each order's total, so only a context whose raw counts
+    come within its continuation counts of 2**63 gets here. It carries the
+    stage's marker, so `import --mkn-order` and `ngramflow mkn` both show it
+    as one line.
+    """
+
+
 def context_row(context: str, stats: tuple, order: int) -> tuple:
-    """A row of schemas.MKN_CONTEXTS, as a tuple."""
+    """A row of schemas.MKN_CONTEXTS, as a tuple; the sums are exact Python ints, checked against the int64 column."""
+    if stats[0] > INT64_MAX:
+        raise ContextSumOverflow(too_large(f"the adjusted_sum of {order}-gram context {context!r}"))
     return (context, order, *stats)
 
 
