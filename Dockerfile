@@ -11,12 +11,15 @@ FROM apache/beam_python3.11_sdk:2.62.0
 
 WORKDIR /opt/ngramflow
 COPY pyproject.toml README.md ./
+COPY ngramflow ./ngramflow
 COPY pipeline ./pipeline
 COPY transforms ./transforms
 COPY schemas ./schemas
 COPY corpus ./corpus
+COPY query ./query
+COPY infra/flink ./infra/flink
 RUN pip install --no-cache-dir '.[gcp,aws]' \
-    && python -c "import pipeline, transforms, schemas, corpus, apache_beam; assert apache_beam.__version__ == '2.62.0'"
+    && cd / && python -c "import ngramflow.pipeline.run, ngramflow.query.dataset, apache_beam; assert apache_beam.__version__ == '2.62.0'"
 
 # The base image's entry point is Beam's boot binary (/opt/apache/beam/boot);
 # keep it so `--worker_pool` and the SDK harness flags work unchanged.

@@ -23,7 +23,7 @@ sample: setup
 test: setup
 	$(BIN)/python -m pytest -q tests
 
-# The Java side of `--runner flink`, built once into .cache/flink/ (Maven Central, PyPI);
+# The Java side of `--runner flink`, built once into ~/.cache/ngramflow/flink/ (Maven Central, PyPI);
 # the Flink tests and the first Flink import do the same on their own.
 flink: setup
 	$(BIN)/ngramflow flink provision

@@ -41,7 +41,7 @@ def corpus(workdir: str, rows: int, seed: int = 1) -> str:
     report = os.path.join(path, "corpus.json")
     if not os.path.exists(report):
         shutil.rmtree(path, ignore_errors=True)
-        subprocess.run([PY, "-m", "pipeline.cli", "sample-corpus", path, "--rows", str(rows), "--seed", str(seed),
+        subprocess.run([PY, "-m", "ngramflow.cli", "sample-corpus", path, "--rows", str(rows), "--seed", str(seed),
                         "--orders", "1,2,3"], check=True, cwd=ROOT)
         _merge(data_files(path, "2012"), os.path.join(path, "2012-merged"), MERGED_FILES)
     return path
@@ -68,7 +68,7 @@ def data_files(path: str, fmt: str) -> list[str]:
 
 
 def _import(inputs: list[str], output: str, *options: str) -> list[str]:
-    return [PY, "-m", "pipeline.cli", "import", *inputs, "--output", output, "--overwrite", "--quiet", *options]
+    return [PY, "-m", "ngramflow.cli", "import", *inputs, "--output", output, "--overwrite", "--quiet", *options]
 
 
 def _peer(kind: str, output: str, files: list[str]) -> list[str]:
@@ -90,7 +90,7 @@ def _checked(name: str, m: Measurement) -> Measurement:
 
 
 def flink_available() -> bool:
-    text = subprocess.run([PY, "-m", "pipeline.cli", "import", "--help"], capture_output=True, text=True,
+    text = subprocess.run([PY, "-m", "ngramflow.cli", "import", "--help"], capture_output=True, text=True,
                           cwd=ROOT).stdout
     return "--runner" in text
 

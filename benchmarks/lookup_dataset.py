@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import schemas
-from pipeline.output import DatasetDir
-from transforms import columnar, sinks
+from ngramflow import schemas
+from ngramflow.pipeline.output import DatasetDir
+from ngramflow.transforms import columnar, sinks
 
 VOCABULARY = 250_000
 #: Share of the n-grams per order; all the vocabulary's 1-grams come first.

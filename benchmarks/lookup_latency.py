@@ -2,7 +2,7 @@
 
     python -m benchmarks.lookup_latency DIR [--samples 20]
 
-Every measurement is a fresh process (``python -m pipeline.cli query ...``),
+Every measurement is a fresh process (``python -m ngramflow.cli query ...``),
 timed from start to exit, on n-grams sampled from the dataset. "Cold" runs
 first drop the dataset's files from the OS page cache (posix_fadvise
 DONTNEED on those files only; nothing else on the machine is touched), so the
@@ -24,8 +24,8 @@ import time
 
 import duckdb
 
-from pipeline.dataset import Dataset
-from pipeline.lookups import count, count_query, parse_ngram
+from ngramflow.query.dataset import Dataset
+from ngramflow.query.lookups import count, count_query, parse_ngram
 
 PY = sys.executable
 
@@ -48,7 +48,7 @@ def timed(args: list[str], dataset: str, cold: bool) -> float:
     if cold:
         evict(dataset)
     started = time.perf_counter()
-    subprocess.run([PY, "-m", "pipeline.cli", "query", dataset, *args], check=True,
+    subprocess.run([PY, "-m", "ngramflow.cli", "query", dataset, *args], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
 

@@ -6,7 +6,7 @@ Prints the number of lines read; the caller measures time and memory.
 import os
 import sys
 
-from transforms.read import ReadNgramFile, ReadSettings
+from ngramflow.transforms.read import ReadNgramFile, ReadSettings
 
 
 def main(path: str) -> None:

@@ -8,7 +8,7 @@ Wiring into another argparse CLI::
     return run(args)  # when args.command == "corpus"
 
 ``run`` turns user errors into a one-line message and exit code 2; ``main``
-does the same for ``python -m corpus.cli list|download ...``. Exit codes: 0 success,
+does the same for ``python -m ngramflow.corpus.cli list|download ...``. Exit codes: 0 success,
 1 some download failed, 2 usage error.
 """
 
@@ -18,7 +18,7 @@ import argparse
 import sys
 import urllib.error
 
-from corpus import catalog, download
+from ngramflow.corpus import catalog, download
 
 _SPEC_HELP = (
     "SPEC is corpus:VERSION/LANG/ORDER[/SELECTION], e.g. corpus:20120701/eng/2 (every 2012 English "
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m corpus.cli list|download ...``: the same commands without the ``corpus`` level."""
+    """``python -m ngramflow.corpus.cli list|download ...``: the same commands without the ``corpus`` level."""
     parser = argparse.ArgumentParser(prog="ngramflow corpus", description=_DESCRIPTION)
     _add_commands(parser)
     return run(parser.parse_args(argv))

@@ -43,7 +43,7 @@ from typing import Callable, Iterable, TextIO
 
 from isal import isal_zlib
 
-from corpus.catalog import BASE_URL, CatalogError, CorpusFile, files_from_index, index_url, is_corpus_spec, parse_corpus_spec
+from ngramflow.corpus.catalog import BASE_URL, CatalogError, CorpusFile, files_from_index, index_url, is_corpus_spec, parse_corpus_spec
 
 CHUNK = 1 << 20
 USER_AGENT = "ngramflow-corpus-download/1"

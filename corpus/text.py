@@ -8,7 +8,7 @@ inside the padded sentence is counted. Each
 order goes to ``googlebooks-{lang}-all-{n}gram-20120701-text.gz``, one row per
 n-gram: ``ngram TAB year TAB match_count TAB 1``.
 
-    python -m corpus.text corpus.txt --order 3 --output DIR [--min-count 40]
+    python -m ngramflow.corpus.text corpus.txt --order 3 --output DIR [--min-count 40]
 
 ``--min-count K`` keeps only n-grams counted at least K times, which is how
 Google pruned its corpus (K = 40).
@@ -57,7 +57,7 @@ def write_2012(counts: Counter, out_dir: str, lang: str = "eng", year: int = 200
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m corpus.text", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m ngramflow.corpus.text", description=__doc__.split("\n\n")[0])
     parser.add_argument("text", nargs="+", help="UTF-8 text files, one sentence per line")
     parser.add_argument("--order", type=int, required=True, help="count n-grams of orders 1..ORDER")
     parser.add_argument("--output", required=True, help="directory for the .gz files")

@@ -16,7 +16,7 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from schemas import TOTALCOUNTS, YEAR_MAX, YEAR_MIN
+from ngramflow.schemas import TOTALCOUNTS, YEAR_MAX, YEAR_MIN
 
 _NAME = re.compile(r"googlebooks-.+-totalcounts-\d{8}\.txt|totalcounts-[1-5]")
 

@@ -2,14 +2,14 @@
 
 import apache_beam as beam
 
-import schemas
-from pipeline.mkn import build_mkn
-from pipeline.options import ImportOptions
-from pipeline.output import OutputDir
-from transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
-from transforms.read import ReadNgramFiles, ReadSettings, pack_files
-from transforms.sinks import WriteRecords, WriteTables
-from transforms.vocabulary import BuildVocabulary
+from ngramflow import schemas
+from ngramflow.pipeline.mkn import build_mkn
+from ngramflow.pipeline.options import ImportOptions
+from ngramflow.pipeline.output import OutputDir
+from ngramflow.transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
+from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
+from ngramflow.transforms.sinks import WriteRecords, WriteTables
+from ngramflow.transforms.vocabulary import BuildVocabulary
 
 # Statistics the pipeline leaves under _work/ for the manifest.
 FILE_STATS, ORDER_STATS = "_work/files", "_work/orders"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from apache_beam.io.filesystems import FileSystems
 
-from corpus.totalcounts import is_totalcounts_file as is_totalcounts
-from pipeline.errors import UserError
+from ngramflow.corpus.totalcounts import is_totalcounts_file as is_totalcounts
+from ngramflow.errors import UserError
 
 _GLOB_CHARS = set("*?[")
 

@@ -17,13 +17,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-import schemas
-from pipeline.errors import UserError
-from pipeline.output import OutputDir
-from transforms.mkn import arpa
-from transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
-from transforms.mkn.stage import EstimateMkn
-from transforms.sinks import WriteRecords, WriteTables, publish
+from ngramflow import schemas
+from ngramflow.errors import UserError
+from ngramflow.pipeline.output import OutputDir
+from ngramflow.transforms.mkn import arpa
+from ngramflow.transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
+from ngramflow.transforms.mkn.stage import EstimateMkn
+from ngramflow.transforms.sinks import WriteRecords, WriteTables, publish
 
 # Statistics the stage leaves under _work/ for the manifest.
 MKN_ORDERS, MKN_ORPHANS = "_work/mkn_orders", "_work/mkn_orphans"

@@ -13,12 +13,12 @@ import time
 
 import apache_beam as beam
 
-from pipeline.errors import RunFailed, UserError, marked_reason
-from pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
-from pipeline.options import ImportOptions
-from pipeline.output import MANIFEST, MKN_INCOMPLETE, DatasetDir, ngrams_folder
-from pipeline.run import pipeline_options
-from transforms.mkn.discount import DiscountError
+from ngramflow.errors import RunFailed, UserError, marked_reason
+from ngramflow.pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
+from ngramflow.pipeline.options import ImportOptions
+from ngramflow.pipeline.output import MANIFEST, MKN_INCOMPLETE, DatasetDir, ngrams_folder
+from ngramflow.pipeline.run import pipeline_options
+from ngramflow.transforms.mkn.discount import DiscountError
 
 #: Model rows per Parquet part file (a part is assembled by one worker).
 ROWS_PER_PART = 1 << 20

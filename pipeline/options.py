@@ -5,13 +5,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from pipeline.errors import UserError
-from schemas import YEAR_MAX, YEAR_MIN
-from transforms.filters import RowPolicy
+from ngramflow.errors import UserError
+from ngramflow.schemas import YEAR_MAX, YEAR_MIN
+from ngramflow.transforms.filters import RowPolicy
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
-    from pipeline.mkn import MknSettings
-    from transforms.read import ReadSettings
+    from ngramflow.pipeline.mkn import MknSettings
+    from ngramflow.transforms.read import ReadSettings
 
 POS_POLICIES = ("drop", "keep")
 #: Where downloaded corpus files are kept between runs.
@@ -97,8 +97,8 @@ class ImportOptions:
             if changed:
                 raise UserError(f"{changed[0]} needs --runner flink")
             return
-        from pipeline.flink.config import memory_bytes
-        from pipeline.flink.session import LOCAL, check_master, resume_point
+        from ngramflow.pipeline.flink.config import memory_bytes
+        from ngramflow.pipeline.flink.session import LOCAL, check_master, resume_point
 
         check_master(self.flink_master)
         memory_bytes(self.taskmanager_memory or DEFAULT_TASKMANAGER_MEMORY)
@@ -118,7 +118,7 @@ class ImportOptions:
                             "are sized when the cluster starts (ngramflow flink up --taskmanager-memory)")
 
     def read_settings(self, progress_dir: str | None = None) -> "ReadSettings":
-        from transforms.read import ReadSettings
+        from ngramflow.transforms.read import ReadSettings
 
         return ReadSettings(
             policy=RowPolicy(pos=self.pos, lowercase=self.lowercase, year_min=self.year_min, year_max=self.year_max),

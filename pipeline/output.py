@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.dataset import parse_manifest
-from pipeline.errors import UserError
-from schemas import INCOMPLETE, MANIFEST
+from ngramflow.query.dataset import parse_manifest
+from ngramflow.errors import UserError
+from ngramflow.schemas import INCOMPLETE, MANIFEST
 
 #: Where a run builds its dataset, and the marker that proves ngramflow made that folder.
 BUILD, BUILD_MARKER, JOURNAL = "_build", ".ngramflow-build", "_publish.json"

@@ -13,22 +13,19 @@ import apache_beam as beam
 import pyarrow
 from apache_beam.options.pipeline_options import PipelineOptions
 
-import schemas
-from corpus import download
-from corpus.catalog import CatalogError
-from corpus.totalcounts import TotalcountsError, read_totalcounts
-from pipeline.errors import RunFailed, UserError, marked_reason
-from pipeline.graph import FILE_STATS, ORDER_STATS, build_import
-from pipeline.inputs import expand_inputs
-from pipeline.mkn import fallback_notes, finish_mkn, summary_lines
-from pipeline.options import ImportOptions
-from pipeline.output import DatasetDir, OutputDir
-from pipeline.progress import ProgressReporter
-from transforms.mkn.discount import DiscountError
-from transforms.read import InputFileError, merge_file_stats
-
-VERSION = "0.1.0"
-
+from ngramflow import __version__, schemas
+from ngramflow.corpus import download
+from ngramflow.corpus.catalog import CatalogError
+from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
+from ngramflow.errors import RunFailed, UserError, marked_reason
+from ngramflow.pipeline.graph import FILE_STATS, ORDER_STATS, build_import
+from ngramflow.pipeline.inputs import expand_inputs
+from ngramflow.pipeline.mkn import fallback_notes, finish_mkn, summary_lines
+from ngramflow.pipeline.options import ImportOptions
+from ngramflow.pipeline.output import DatasetDir, OutputDir
+from ngramflow.pipeline.progress import ProgressReporter
+from ngramflow.transforms.mkn.discount import DiscountError
+from ngramflow.transforms.read import InputFileError, merge_file_stats
 
 @dataclass
 class ImportResult:
@@ -50,7 +47,7 @@ def pipeline_options(opts) -> PipelineOptions:
 
 def _flink_submission(opts: ImportOptions, files) -> tuple[dict, str | None]:
     """(run identity, checkpoint to resume from) of a Flink import; a checkpoint of another import is refused."""
-    from pipeline.flink.session import check_resumable, resume_point, run_identity
+    from ngramflow.pipeline.flink.session import check_resumable, resume_point, run_identity
 
     identity = run_identity(opts, files)
     resume = resume_point(opts.resume_from) if opts.resume_from else None
@@ -63,7 +60,7 @@ def _flink_submission(opts: ImportOptions, files) -> tuple[dict, str | None]:
 def _runner(opts: ImportOptions, flink: tuple | None):
     """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
     if opts.runner == "flink":
-        from pipeline.flink.session import flink_run
+        from ngramflow.pipeline.flink.session import flink_run
 
         with flink_run(opts, *flink) as (args, info):
             yield args, info
@@ -95,7 +92,7 @@ RESUME_ATTEMPTS = 10
 def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
     if not opts.resume_from:
         return _run_pipeline(opts, files, out, progress, flink)
-    from pipeline.flink.session import CheckpointNotMapped
+    from ngramflow.pipeline.flink.session import CheckpointNotMapped
 
     for attempt in range(1, RESUME_ATTEMPTS + 1):
         try:
@@ -192,7 +189,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         "files_skipped": sum(s["status"] == "skipped" for s in file_stats),
         "orders": orders,
         "vocabulary_tokens": out.parquet_rows("vocabulary"),
-        "versions": {"ngramflow": VERSION, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
+        "versions": {"ngramflow": __version__, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
                      "python": platform.python_version()},
     }
     if opts.mkn:

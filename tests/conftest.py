@@ -5,8 +5,8 @@ import os
 import duckdb
 import pytest
 
-from pipeline.cli import main as ngramflow
-from transforms.filters import POS_TAGS
+from ngramflow.cli import main as ngramflow
+from ngramflow.transforms.filters import POS_TAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "data", "sample")
@@ -97,7 +97,7 @@ def assert_same_rows(ours: list[tuple], reference: duckdb.DuckDBPyRelation):
 @pytest.fixture(scope="session")
 def big_corpus(tmp_path_factory):
     """A generated corpus of about 1.2M 2012-format rows, in both formats."""
-    from corpus.synthetic import generate
+    from ngramflow.corpus.synthetic import generate
 
     out = tmp_path_factory.mktemp("big-corpus")
     generate(out, rows=1_200_000, seed=11, orders=(1, 2, 3), files_per_order=3)

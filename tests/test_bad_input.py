@@ -14,7 +14,7 @@ from conftest import SAMPLE, gz_files, import_ok, ngrams_of, run_cli
 @pytest.fixture(scope="module")
 def bad_and_clean(tmp_path_factory):
     """The same generated corpus with and without injected malformed lines."""
-    from corpus.synthetic import generate
+    from ngramflow.corpus.synthetic import generate
 
     root = tmp_path_factory.mktemp("malformed")
     params = dict(rows=6000, seed=5, orders=(1, 2), formats=("2012", "2020"), files_per_order=2)

@@ -3,8 +3,8 @@ import string
 
 import pytest
 
-from corpus import catalog, cli
-from corpus.catalog import CatalogError, files_from_index, list_files, parse_corpus_spec, totalcounts_file
+from ngramflow.corpus import catalog, cli
+from ngramflow.corpus.catalog import CatalogError, files_from_index, list_files, parse_corpus_spec, totalcounts_file
 
 BASE = "https://storage.googleapis.com/books/ngrams/books/"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from corpus import cli
-from corpus.catalog import CatalogError
-from corpus.download import (
+from ngramflow.corpus import cli
+from ngramflow.corpus.catalog import CatalogError
+from ngramflow.corpus.download import (
     DownloadError,
     UnsafeURL,
     cache_path,
@@ -283,7 +283,7 @@ def test_killed_download_resumes_from_the_bytes_on_disk(server, tmp_path):
     part = final.with_name(final.name + ".part")
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     child = subprocess.Popen(
-        [sys.executable, "-m", "corpus.cli", "download", url, "--cache", str(cache), "--no-progress"],
+        [sys.executable, "-m", "ngramflow.corpus.cli", "download", url, "--cache", str(cache), "--no-progress"],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -2,9 +2,9 @@
 
 import pyarrow as pa
 
-from transforms import columnar, counts, runs
-from transforms.filters import RowPolicy, fold_case
-from transforms.rows import ROW_SCHEMA
+from ngramflow.transforms import columnar, counts, runs
+from ngramflow.transforms.filters import RowPolicy, fold_case
+from ngramflow.transforms.rows import ROW_SCHEMA
 
 
 def _rows(*rows):

@@ -17,8 +17,8 @@ import duckdb
 import pytest
 
 from conftest import NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012
-from pipeline.flink import jvm, provision, rest
-from pipeline.flink.cluster import SessionCluster
+from ngramflow.pipeline.flink import jvm, provision, rest
+from ngramflow.pipeline.flink.cluster import SessionCluster
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Small enough that the test corpus's larger files are read in many slices.
@@ -38,7 +38,7 @@ def flink_provisioned():
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """About 600,000 rows in ~450 files of 1- to 3-grams, with malformed rows (rejects must match too)."""
-    from corpus.synthetic import generate
+    from ngramflow.corpus.synthetic import generate
 
     out = tmp_path_factory.mktemp("flink-corpus")
     generate(out, rows=600_000, seed=7, orders=(1, 2, 3), formats=("2012",), malformed=5)
@@ -48,9 +48,9 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sliced_files(corpus) -> int:
     """How many of the corpus's files checkpointed imports here read in slices (a precondition of the tests)."""
-    from pipeline.inputs import expand_inputs
-    from pipeline.options import size_bytes
-    from transforms.read import pack_files
+    from ngramflow.pipeline.inputs import expand_inputs
+    from ngramflow.pipeline.options import size_bytes
+    from ngramflow.transforms.read import pack_files
 
     units = pack_files(expand_inputs([corpus]).ngram_files, 1 << 30, size_bytes(SLICE_SIZE, "slice"))
     sliced = {unit[0][0] for unit in units if unit[0][3] > 1}
@@ -125,7 +125,7 @@ def cluster(flink_provisioned, tmp_path):
 def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.Popen:
     """A checkpointed import as its own process (as a user runs it), checkpointing every second."""
     return subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "import", corpus, "--output", str(output), "--quiet",
+        [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
          "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
          *options],

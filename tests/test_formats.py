@@ -2,7 +2,7 @@
 
 import pytest
 
-from transforms.formats import Malformed, decode, detect_format, parse_2009, parse_2012, parse_2020
+from ngramflow.transforms.formats import Malformed, decode, detect_format, parse_2009, parse_2012, parse_2020
 
 
 def test_2012_row():

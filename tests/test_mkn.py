@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from conftest import SAMPLE, import_ok, run_cli
-from corpus.text import count_ngrams, sentences, write_2012
+from ngramflow.corpus.text import count_ngrams, sentences, write_2012
 from mkn_reference import ArpaModel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -263,7 +263,7 @@ def test_ctrl_c_during_the_stage_leaves_no_completion_claim(pruned, tmp_path):
     dataset = tmp_path / "copy"
     subprocess.run(["cp", "-r", pruned, dataset], check=True)
     marker = dataset / "mkn" / "_INCOMPLETE"
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "mkn", str(dataset), "--order", "3",
+    proc = subprocess.Popen([sys.executable, "-m", "ngramflow.cli", "mkn", str(dataset), "--order", "3",
                              "--overwrite", "-q"], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
@@ -278,12 +278,12 @@ def test_ctrl_c_during_the_stage_leaves_no_completion_claim(pruned, tmp_path):
 
 
 def test_ctrl_c_while_an_import_writes_its_model_leaves_no_manifest(tmp_path, monkeypatch):
-    import pipeline.run
+    from ngramflow.pipeline import run as import_run
 
     def interrupted(*_args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipeline.run, "finish_mkn", interrupted)
+    monkeypatch.setattr(import_run, "finish_mkn", interrupted)
     out = tmp_path / "out"
     assert run_cli("import", os.path.join(SAMPLE, "2012"), "--output", out, "-q", "--mkn-order", "2") == 130
     assert not (out / "_manifest.json").exists() and (out / "_INCOMPLETE").exists()

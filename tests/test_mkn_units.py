@@ -4,15 +4,15 @@ import math
 
 import pytest
 
-from pipeline.errors import UserError
-from pipeline.mkn import MknSettings, parse_fallback
-from transforms.mkn import arpa
-from transforms.mkn.adjust import FLOOR, INPUT, RESERVED, SUFFIX, adjusted_count, count_parts, merge_parts
-from transforms.mkn.context import backoff_mass, merge_stats, successor_stats
-from transforms.mkn.discount import (KENLM_FALLBACK, DiscountError, Discounts, OrderSummaryFn, discount_record,
+from ngramflow.errors import UserError
+from ngramflow.pipeline.mkn import MknSettings, parse_fallback
+from ngramflow.transforms.mkn import arpa
+from ngramflow.transforms.mkn.adjust import FLOOR, INPUT, RESERVED, SUFFIX, adjusted_count, count_parts, merge_parts
+from ngramflow.transforms.mkn.context import backoff_mass, merge_stats, successor_stats
+from ngramflow.transforms.mkn.discount import (KENLM_FALLBACK, DiscountError, Discounts, OrderSummaryFn, discount_record,
                                      discount_table, estimate)
-from transforms.mkn.grams import can_back_off, context_of, order_of, starts_sentence, suffix_of
-from transforms.mkn.probability import (LOG10_ZERO, initial_probability, log10_backoff, log10_prob,
+from ngramflow.transforms.mkn.grams import can_back_off, context_of, order_of, starts_sentence, suffix_of
+from ngramflow.transforms.mkn.probability import (LOG10_ZERO, initial_probability, log10_backoff, log10_prob,
                                         unigram_probability)
 
 FALLBACK = Discounts(*KENLM_FALLBACK)
@@ -127,7 +127,7 @@ def test_mkn_options():
 
 
 def test_sum_of_combines_like_its_merge():
-    from transforms.mkn.combine import SumOf
+    from ngramflow.transforms.mkn.combine import SumOf
 
     fn = SumOf(merge_stats, (0, 0, 0, 0))
     left = fn.add_input(fn.add_input(fn.create_accumulator(), successor_stats(1)), successor_stats(4))

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from conftest import import_ok, ngrams_of, run_cli
-from transforms import read
+from ngramflow.transforms import read
 
 ROWS = b"cat\t1990\t5\t2\ncat\t1991\t1\t1\ndog\t1990\t7\t3\n"
 NOT_GZIP = {

@@ -116,7 +116,7 @@ def test_a_failed_overwrite_leaves_the_previous_dataset_complete_and_readable(tm
 
 
 def test_a_crash_while_publishing_is_tidied_by_the_next_run(tmp_path, monkeypatch, capsys):
-    from pipeline.output import DatasetDir
+    from ngramflow.pipeline.output import DatasetDir
 
     out = import_ok(SAMPLE_2012, tmp_path / "out")
     (tmp_path / "out" / "notes.txt").write_text("mine")
@@ -154,7 +154,7 @@ def test_mkn_replaces_only_its_own_files(tmp_path):
 
 def test_a_second_run_into_the_same_output_fails_at_once(tmp_path, capsys):
     out = tmp_path / "out"
-    first = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "import", SAMPLE_2012, "--output", str(out), "-q"],
+    first = subprocess.Popen([sys.executable, "-m", "ngramflow.cli", "import", SAMPLE_2012, "--output", str(out), "-q"],
                              cwd=REPO, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 60
@@ -247,7 +247,7 @@ def shared_folder():
 
 def as_user(*args) -> subprocess.CompletedProcess:
     """Run ``ngramflow ARGS`` as an unprivileged user, for whom file permissions hold (they do not for root)."""
-    command = [sys.executable, "-m", "pipeline.cli", *map(str, args)]
+    command = [sys.executable, "-m", "ngramflow.cli", *map(str, args)]
     if os.geteuid() == 0:
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -303,7 +303,7 @@ def tiny_disk(tmp_path):
 
 def test_a_full_disk_is_one_line_and_leaves_the_output_marked_incomplete(tiny_disk, tmp_path, capsys):
     big = tmp_path / "big"
-    from corpus.synthetic import generate
+    from ngramflow.corpus.synthetic import generate
 
     generate(big, rows=200_000, seed=3, orders=(1, 2), formats=("2012",), files_per_order=2)
     out = tiny_disk / "out"

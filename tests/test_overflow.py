@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import import_ok, ngrams_of, run_cli
-from transforms import checked
-from transforms.mkn.context import ContextSumOverflow, context_row
+from ngramflow.transforms import checked
+from ngramflow.transforms.mkn.context import ContextSumOverflow, context_row
 
 BIG = 5 * 10**18  # fits int64; two of them do not
 MAX = 2**63 - 1

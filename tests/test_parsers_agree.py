@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import import_ok, ngrams_of, vocabulary_of
-from transforms import read, rows
+from ngramflow.transforms import read, rows
 
 SEED = 20240607
 CHUNKS = 300

@@ -7,8 +7,8 @@ import time
 import apache_beam as beam
 
 from conftest import SAMPLE, gz_files
-from pipeline.progress import ProgressReporter
-from transforms import read
+from ngramflow.pipeline.progress import ProgressReporter
+from ngramflow.transforms import read
 
 
 def test_progress_counts_every_file_and_row(tmp_path):

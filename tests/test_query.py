@@ -195,7 +195,7 @@ def test_series_matches_the_raw_rows(full, capsys, options, normalize, smooth):
 
 
 def test_series_plot_draws_one_line_per_ngram(full, capsys, tmp_path):
-    from pipeline.series_plot import COLOURS
+    from ngramflow.query.series_plot import COLOURS
 
     chart = tmp_path / "chart.png"
     code, out, err = query(capsys, full, "series", *series_ngrams(), "--normalize", "--smooth", "2",
@@ -322,14 +322,14 @@ def test_point_lookups_read_only_their_order(full, capsys, tmp_path):
 
 
 def test_the_query_command_does_not_load_beam(full):
-    program = ("import sys; from pipeline.cli import main; code = main(['query', sys.argv[1], 'count', 'a']); "
+    program = ("import sys; from ngramflow.cli import main; code = main(['query', sys.argv[1], 'count', 'a']); "
                "sys.exit(code or 'apache_beam' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", program, full], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
 def test_ctrl_c_stops_a_long_query_at_once(full):
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "query", full, "sql",
+    proc = subprocess.Popen([sys.executable, "-m", "ngramflow.cli", "query", full, "sql",
                              "SELECT sum(range % 7) FROM range(100000000000)"], stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
@@ -468,7 +468,7 @@ def test_sql_reaches_only_the_dataset_and_changes_nothing(full, bare, capsys, tm
 @pytest.mark.parametrize("views", [False, True])
 def test_every_subcommand_connection_is_sandboxed(full, bare, tmp_path, views):
     """count, series, next and score use the connection without views; sql the one with them."""
-    from pipeline.dataset import Dataset
+    from ngramflow.query.dataset import Dataset
 
     dataset = Dataset(full)
     con = dataset.connect(views=views)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import SAMPLE, gz_files
-from transforms import rows
+from ngramflow.transforms import rows
 
 
 def _slow(chunk, fmt):

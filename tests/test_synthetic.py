@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from corpus.synthetic import CorpusReport, add_arguments, generate, run
+from ngramflow.corpus.synthetic import CorpusReport, add_arguments, generate, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "data", "sample")

@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
-from corpus.totalcounts import TotalcountsError, is_totalcounts_file, parse_totalcounts, read_totalcounts
-from schemas import TOTALCOUNTS
+from ngramflow.corpus.totalcounts import TotalcountsError, is_totalcounts_file, parse_totalcounts, read_totalcounts
+from ngramflow.schemas import TOTALCOUNTS
 
 # Shaped like Google's files: one line, a leading blank field, TAB-separated tuples.
 V2012 = " \t1505,32059,231,1\t1507,49586,477,1\t2008,19482936409,89053347,206272\t\n"

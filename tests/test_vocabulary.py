@@ -4,8 +4,8 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.testing.util import assert_that, equal_to
 
-import schemas
-from transforms import vocabulary
+from ngramflow import schemas
+from ngramflow.transforms import vocabulary
 
 
 def _ngrams(*rows):

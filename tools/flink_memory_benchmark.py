@@ -22,10 +22,10 @@ import time
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, PROJECT)
 
-from corpus.synthetic import generate  # noqa: E402
-from pipeline.flink import jvm, rest  # noqa: E402
-from pipeline.flink.cluster import SessionCluster  # noqa: E402
-from pipeline.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
+from ngramflow.corpus.synthetic import generate  # noqa: E402
+from ngramflow.pipeline.flink import jvm, rest  # noqa: E402
+from ngramflow.pipeline.flink.cluster import SessionCluster  # noqa: E402
+from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
 
 
 def mib(n) -> str:
@@ -63,7 +63,7 @@ def main() -> int:
             cluster.up(taskmanagers=1, memory=args.taskmanager_memory, slots=2)
             started = time.time()
             done = subprocess.run(
-                [sys.executable, "-m", "pipeline.cli", "import", corpus, "--slice-size", args.slice_size,
+                [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--slice-size", args.slice_size,
                  "--output", os.path.join(tmp, "out"), "--quiet", "--runner", "flink", "--mode", "checkpointed",
                  "--checkpoint-interval", args.checkpoint_interval, "--flink-master", cluster.rest_address,
                  "--checkpoint-dir", os.path.join(tmp, "checkpoints")],

@@ -5,9 +5,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from transforms import checked, columnar
-from transforms.counts import SumRunTables, to_ngram_table
-from transforms.shards import SplitByShard
+from ngramflow.transforms import checked, columnar
+from ngramflow.transforms.counts import SumRunTables, to_ngram_table
+from ngramflow.transforms.shards import SplitByShard
 
 
 def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:

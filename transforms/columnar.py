@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
-from transforms import checked
+from ngramflow.schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
+from ngramflow.transforms import checked
 
 MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
 MASK_TYPE = pa.binary(MASK_BYTES)

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import ngrams_schema
-from transforms import columnar
+from ngramflow.schemas import ngrams_schema
+from ngramflow.transforms import columnar
 
 #: Buffered run rows after which a combiner accumulator is compacted.
 COMPACT_ROWS = 1 << 20

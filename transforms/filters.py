@@ -9,7 +9,7 @@ applies to an n-gram's total over all kept years, so it runs after aggregation
 import re
 from dataclasses import dataclass
 
-from schemas import END, START
+from ngramflow.schemas import END, START
 
 POS_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", "X", ".")
 _TAGS = "|".join(re.escape(t) for t in POS_TAGS)

@@ -9,7 +9,7 @@ A parsed line is ``(tokens, series)``: the n-gram's tokens and a list of
 raises :class:`Malformed` with a reason a person can act on.
 """
 
-from schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
+from ngramflow.schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
 
 FORMATS = ("2012", "2020", "2009")
 

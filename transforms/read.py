@@ -23,9 +23,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
-from transforms import formats, rows, runs
-from transforms.checked import CountOverflow
-from transforms.filters import RowPolicy
+from ngramflow.transforms import formats, rows, runs
+from ngramflow.transforms.checked import CountOverflow
+from ngramflow.transforms.filters import RowPolicy
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 
-from schemas import MAX_ORDER, RAW_LIMIT, REJECTS, YEAR_MAX, YEAR_MIN
-from transforms import columnar, formats
+from ngramflow.schemas import MAX_ORDER, RAW_LIMIT, REJECTS, YEAR_MAX, YEAR_MIN
+from ngramflow.transforms import columnar, formats
 
 ROW_SCHEMA = pa.schema([("ngram", pa.string()), ("year", pa.int32()), ("match", pa.int64()), ("volume", pa.int64())])
 

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from transforms import columnar
-from transforms.filters import TAGGED_IN_NGRAM, RowPolicy, fold_case
+from ngramflow.transforms import columnar
+from ngramflow.transforms.filters import TAGGED_IN_NGRAM, RowPolicy, fold_case
 
 
 def run_schema(keep_years: bool) -> pa.Schema:

@@ -4,7 +4,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from transforms import columnar
+from ngramflow.transforms import columnar
 
 
 def split_by_key(table: pa.Table, keys: np.ndarray):

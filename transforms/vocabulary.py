@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import RESERVED_TOKENS, VOCABULARY
-from transforms import columnar
-from transforms.shards import SplitByShard, split_by_key
+from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
+from ngramflow.transforms import columnar
+from ngramflow.transforms.shards import SplitByShard, split_by_key
 
 _TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 # Counts below EXACT_COUNTS get a range per count value, split by token prefix;

@@ -4,9 +4,9 @@ import argparse
 import json
 import sys
 
-from pipeline.flink import provision
-from pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
-from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from ngramflow.pipeline.flink import provision
+from ngramflow.pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
+from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 
 
 def _log(message: str) -> None:

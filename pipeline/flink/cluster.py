@@ -15,10 +15,10 @@ import shutil
 import subprocess
 import time
 
-from pipeline.flink import config, jvm, rest
-from pipeline.flink.provision import FLINK_HOME, ensure_dist
-from pipeline.errors import RunFailed, UserError
-from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from ngramflow.pipeline.flink import config, jvm, rest
+from ngramflow.pipeline.flink.provision import FLINK_HOME, ensure_dist
+from ngramflow.errors import RunFailed, UserError
+from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 
 DEFAULT_DIR = os.environ.get("NGRAMFLOW_FLINK_CLUSTER", os.path.join(FLINK_HOME, "cluster"))
 JOBMANAGER = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"

@@ -5,9 +5,9 @@ import shutil
 
 import yaml
 
-from pipeline.flink.provision import INFRA
-from pipeline.errors import UserError
-from pipeline.options import size_bytes
+from ngramflow.pipeline.flink.provision import INFRA
+from ngramflow.errors import UserError
+from ngramflow.pipeline.options import size_bytes
 
 #: A TaskManager below this cannot hold Flink's fixed overheads plus RocksDB.
 MIN_TASKMANAGER_MEMORY = 1 << 30

@@ -7,8 +7,8 @@ import grpc
 from apache_beam.portability.api import beam_fn_api_pb2_grpc
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
-from pipeline.flink import jvm
-from pipeline.flink.provision import ensure_job_server
+from ngramflow.pipeline.flink import jvm
+from ngramflow.pipeline.flink.provision import ensure_job_server
 
 DRIVER = "org.apache.beam.runners.flink.FlinkJobServerDriver"
 

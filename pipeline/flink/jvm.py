@@ -9,8 +9,8 @@ import time
 
 import yaml
 
-from pipeline.flink.provision import INFRA
-from pipeline.errors import RunFailed, UserError
+from ngramflow.pipeline.flink.provision import INFRA
+from ngramflow.errors import RunFailed, UserError
 
 
 def java() -> str:

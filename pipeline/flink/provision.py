@@ -9,12 +9,13 @@ these and no others):
   logging jars, taken from PyPI's apache-flink-libraries sdist without
   installing it (its dependencies pin an older apache-beam).
 
-Both land under FLINK_HOME (default: .cache/flink in the project, environment
+Both land under FLINK_HOME (default: ~/.cache/ngramflow/flink, environment
 NGRAMFLOW_FLINK_HOME), each with a stamp file written last, so an interrupted
 build is redone and a finished one is never repeated.
 """
 
 import hashlib
+import importlib.resources
 import os
 import shutil
 import subprocess
@@ -22,11 +23,12 @@ import sys
 import tarfile
 import tempfile
 
-from pipeline.errors import RunFailed, UserError
+from ngramflow.errors import RunFailed, UserError
 
-PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INFRA = os.path.join(PROJECT, "infra", "flink")
-FLINK_HOME = os.environ.get("NGRAMFLOW_FLINK_HOME", os.path.join(PROJECT, ".cache", "flink"))
+#: The Maven pom and Flink configuration, installed with the package (infra/flink/ in the repository).
+INFRA = str(importlib.resources.files("ngramflow.pipeline.flink.infra"))
+FLINK_HOME = os.environ.get("NGRAMFLOW_FLINK_HOME",
+                            os.path.join(os.path.expanduser("~"), ".cache", "ngramflow", "flink"))
 #: The session cluster's Flink; any 1.19.x runs jobs of the runner's 1.19.0 client.
 FLINK_DIST_VERSION = "1.19.3"
 _STAMP = ".complete"

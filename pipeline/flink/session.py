@@ -16,12 +16,12 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from pipeline.flink import config, rest
-from pipeline.flink.job_server import JobServer, LoopbackWorkerPool
-from pipeline.flink.provision import FLINK_HOME
-from pipeline.errors import RunFailed, UserError
-from pipeline.options import DEFAULT_TASKMANAGER_MEMORY
-from transforms.read import InputFileError
+from ngramflow.pipeline.flink import config, rest
+from ngramflow.pipeline.flink.job_server import JobServer, LoopbackWorkerPool
+from ngramflow.pipeline.flink.provision import FLINK_HOME
+from ngramflow.errors import RunFailed, UserError
+from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from ngramflow.transforms.read import InputFileError
 
 LOCAL = "[local]"
 #: Streaming sources stop this long after they have emitted everything, so the

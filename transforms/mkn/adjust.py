@@ -19,9 +19,9 @@ explicitly, and each is counted in the manifest:
 
 import apache_beam as beam
 
-from schemas import RESERVED_TOKENS, START, UNK
-from transforms.mkn.combine import SumOf
-from transforms.mkn.grams import order_of, starts_sentence, suffix_of
+from ngramflow.schemas import RESERVED_TOKENS, START, UNK
+from ngramflow.transforms.mkn.combine import SumOf
+from ngramflow.transforms.mkn.grams import order_of, starts_sentence, suffix_of
 
 INPUT, SUFFIX, FLOOR, RESERVED = "input", "suffix", "floor", "reserved"
 ORIGINS = (INPUT, SUFFIX, FLOOR, RESERVED)

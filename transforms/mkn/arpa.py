@@ -17,7 +17,7 @@ Tokens are written as readers expect them: _START_ as <s>, _END_ as </s>.
 
 from collections.abc import Iterator
 
-from schemas import END, START
+from ngramflow.schemas import END, START
 
 TOKENS = {START: "<s>", END: "</s>"}
 

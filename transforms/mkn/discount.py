@@ -13,7 +13,7 @@ from dataclasses import astuple, dataclass
 
 import apache_beam as beam
 
-from transforms.mkn.adjust import FLOOR, ORIGINS, SUFFIX
+from ngramflow.transforms.mkn.adjust import FLOOR, ORIGINS, SUFFIX
 
 #: KenLM's fallback discounts D1, D2, D3+.
 KENLM_FALLBACK = (0.5, 1.0, 1.5)

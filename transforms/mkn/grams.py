@@ -1,6 +1,6 @@
 """N-gram strings as the dataset stores them: tokens joined by single spaces."""
 
-from schemas import END, START, UNK
+from ngramflow.schemas import END, START, UNK
 
 #: Tokens that end an n-gram which never gets a backoff (KenLM: nothing follows </s>, <unk> is unseen).
 NO_BACKOFF_LAST = (END, UNK)

@@ -23,10 +23,10 @@ import math
 
 import apache_beam as beam
 
-from schemas import START
-from transforms.mkn.context import backoff_mass
-from transforms.mkn.discount import Discounts, discounts_of
-from transforms.mkn.grams import can_back_off, context_of, suffix_of
+from ngramflow.schemas import START
+from ngramflow.transforms.mkn.context import backoff_mass
+from ngramflow.transforms.mkn.discount import Discounts, discounts_of
+from ngramflow.transforms.mkn.grams import can_back_off, context_of, suffix_of
 
 #: The log10 written for a probability or backoff of exactly 0 (ARPA's conventional "minus infinity").
 LOG10_ZERO = -99.0

@@ -2,10 +2,10 @@
 
 import apache_beam as beam
 
-from transforms.mkn.adjust import AdjustCounts
-from transforms.mkn.context import ContextStats, context_row
-from transforms.mkn.discount import EstimateDiscounts
-from transforms.mkn.probability import InterpolateOrder, UnigramProbabilities, model_row
+from ngramflow.transforms.mkn.adjust import AdjustCounts
+from ngramflow.transforms.mkn.context import ContextStats, context_row
+from ngramflow.transforms.mkn.discount import EstimateDiscounts
+from ngramflow.transforms.mkn.probability import InterpolateOrder, UnigramProbabilities, model_row
 
 
 class EstimateMkn(beam.PTransform):

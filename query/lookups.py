@@ -9,9 +9,9 @@ range reads only the row groups whose min/max statistics can hold it.
 
 from dataclasses import dataclass
 
-from pipeline.errors import UserError
-from schemas import MAX_ORDER
-from transforms.filters import fold_case
+from ngramflow.errors import UserError
+from ngramflow.schemas import MAX_ORDER
+from ngramflow.transforms.filters import fold_case
 
 COUNT_COLUMNS = ["ngram", "match_count", "volume_count", "first_year", "last_year", "years"]
 

@@ -10,14 +10,14 @@ import signal
 import sys
 import threading
 
-from corpus.cli import add_corpus_commands
-from corpus.cli import run as run_corpus_command
-from pipeline.flink.cli import add_flink_commands
-from pipeline.errors import RunFailed, UserError
-from pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_SLICE_SIZE, DEFAULT_TASKMANAGER_MEMORY,
+from ngramflow.corpus.cli import add_corpus_commands
+from ngramflow.corpus.cli import run as run_corpus_command
+from ngramflow.pipeline.flink.cli import add_flink_commands
+from ngramflow.errors import RunFailed, UserError
+from ngramflow.pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_SLICE_SIZE, DEFAULT_TASKMANAGER_MEMORY,
                               FLINK_MODES, RUNNERS)
-from pipeline.query import add_query_command
-from transforms.formats import FORMATS
+from ngramflow.query.cli import add_query_command
+from ngramflow.transforms.formats import FORMATS
 
 EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
 
@@ -110,7 +110,7 @@ def _add_mkn_options(p):
 
 
 def _mkn_settings(args, order):
-    from pipeline.mkn import MknSettings, parse_fallback
+    from ngramflow.pipeline.mkn import MknSettings, parse_fallback
 
     return MknSettings(order=order, fallback=parse_fallback(args.discount_fallback), arpa=args.arpa)
 
@@ -118,8 +118,8 @@ def _mkn_settings(args, order):
 def _import(args) -> int:
     # Beam logs a failing DoFn's stack trace itself; we report the cause in one line.
     logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
-    from pipeline.options import ImportOptions
-    from pipeline.run import run_import, summary
+    from ngramflow.pipeline.options import ImportOptions
+    from ngramflow.pipeline.run import run_import, summary
 
     opts = ImportOptions(
         inputs=args.inputs, output=args.output, format=args.format, year_min=args.year_min,
@@ -177,9 +177,9 @@ def _add_mkn(sub):
 
 def _mkn(args) -> int:
     logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
-    from pipeline.mkn import fallback_notes, summary_lines
-    from pipeline.mkn_run import run_mkn
-    from pipeline.run import summary_row
+    from ngramflow.pipeline.mkn import fallback_notes, summary_lines
+    from ngramflow.pipeline.mkn_run import run_mkn
+    from ngramflow.pipeline.run import summary_row
 
     manifest = run_mkn(args.dataset, _mkn_settings(args, args.order), overwrite=args.overwrite,
                        workers=args.workers, beam_args=args.beam_args)
@@ -193,14 +193,14 @@ def _mkn(args) -> int:
 
 
 def _export_arpa(args) -> int:
-    from pipeline.mkn_run import export_arpa
+    from ngramflow.pipeline.mkn_run import export_arpa
 
     export_arpa(args.dataset, args.arpa, overwrite=args.overwrite)
     return 0
 
 
 def _add_sample_corpus(sub):
-    from corpus import synthetic
+    from ngramflow.corpus import synthetic
 
     p = sub.add_parser(
         "sample-corpus",

@@ -7,7 +7,7 @@ shown as percentages, as the Viewer shows them.
 
 import os
 
-from pipeline.errors import UserError
+from ngramflow.errors import UserError
 
 #: The Viewer's line colours, in order (Google Charts' palette).
 COLOURS = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00")

@@ -12,9 +12,9 @@ import os
 import sys
 import threading
 
-from pipeline.errors import RunFailed, UserError
-from pipeline.result_format import FORMATS, write_result
-from schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
+from ngramflow.errors import RunFailed, UserError
+from ngramflow.query.result_format import FORMATS, write_result
+from ngramflow.schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
 
 #: The most continuations ``next --top`` shows: far more than a prefix has in practice, and a number
 #: DuckDB's LIMIT takes (it overflows past 2**63).
@@ -75,7 +75,7 @@ def _command(handler):
 
 
 def _open(args):
-    from pipeline.dataset import Dataset
+    from ngramflow.query.dataset import Dataset
 
     return Dataset(args.dataset)
 
@@ -86,7 +86,7 @@ def _orders(ds) -> str:
 
 def _ngrams(ds, typed: list[str]):
     """The n-grams to look up, each once, with a note for any order the dataset lacks."""
-    from pipeline.lookups import parse_ngram
+    from ngramflow.query.lookups import parse_ngram
 
     ngrams = list({ng.text: ng for ng in (parse_ngram(t, ds.lowercase) for t in typed)}.values())
     for order in sorted({ng.order for ng in ngrams} - set(ds.orders)):
@@ -95,7 +95,7 @@ def _ngrams(ds, typed: list[str]):
 
 
 def _count(args) -> int:
-    from pipeline.lookups import COUNT_COLUMNS, count
+    from ngramflow.query.lookups import COUNT_COLUMNS, count
 
     ds = _open(args)
     ngrams = _ngrams(ds, args.ngrams)
@@ -106,8 +106,8 @@ def _count(args) -> int:
 
 
 def _series(args) -> int:
-    from pipeline import series_plot, year_series
-    from pipeline.lookups import year_totals, yearly_counts
+    from ngramflow.pipeline import series_plot, year_series
+    from ngramflow.query.lookups import year_totals, yearly_counts
 
     if args.plot:
         series_plot.check_target(args.plot)
@@ -135,7 +135,7 @@ def _series(args) -> int:
 
 
 def _next(args) -> int:
-    from pipeline.lookups import continuations, parse_ngram
+    from ngramflow.query.lookups import continuations, parse_ngram
 
     ds = _open(args)
     prefix = parse_ngram(" ".join(args.prefix), ds.lowercase)
@@ -151,7 +151,7 @@ def _next(args) -> int:
 
 
 def _score(args) -> int:
-    from pipeline.lm_score import score
+    from ngramflow.query.lm_score import score
 
     ds = _open(args)
     order = ds.require_model()

@@ -19,9 +19,9 @@ import os
 import duckdb
 import pyarrow as pa
 
-import schemas
-from pipeline.errors import UserError
-from schemas import INCOMPLETE, MANIFEST
+from ngramflow import schemas
+from ngramflow.errors import UserError
+from ngramflow.schemas import INCOMPLETE, MANIFEST
 
 
 def _sql_string(text: str) -> str:

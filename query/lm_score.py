@@ -13,9 +13,9 @@ A word not among the model's unigrams is scored as <unk>. Perplexity is
 
 from dataclasses import dataclass
 
-from pipeline.errors import RunFailed
-from schemas import END, START, UNK
-from transforms.filters import fold_case
+from ngramflow.errors import RunFailed
+from ngramflow.schemas import END, START, UNK
+from ngramflow.transforms.filters import fold_case
 
 
 @dataclass(frozen=True)
