@@ -1,7 +1,7 @@
 """``ngramflow query DATASET SUBCOMMAND``: look-ups, series, continuations, model scores and SQL.
 
 Every subcommand opens the dataset read-only through DuckDB, in this process
-(pipeline/dataset.py registers the views). Results go to standard output as an
+(query/dataset.py registers the views). Results go to standard output as an
 aligned table, CSV or JSON; notes about the answer (an order the dataset does
 not have, a chart written) go to standard error.
 """
@@ -106,7 +106,7 @@ def _count(args) -> int:
 
 
 def _series(args) -> int:
-    from ngramflow.pipeline import series_plot, year_series
+    from ngramflow.query import series_plot, year_series
     from ngramflow.query.lookups import year_totals, yearly_counts
 
     if args.plot:
