@@ -21,6 +21,7 @@ sample: setup
 	$(BIN)/python tools/top_ngrams.py $(SAMPLE_OUT)
 
 test: setup
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 
 # The Java side of `--runner flink`, built once into ~/.cache/ngramflow/flink/ (Maven Central, PyPI);
