@@ -6,9 +6,9 @@ from ngramflow import schemas
 from ngramflow.pipeline.mkn import build_mkn
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
-from ngramflow.transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
+from ngramflow.transforms.total import AggregateNgrams, SummarizeOrders, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
 
 # Statistics the pipeline leaves under _work/ for the manifest.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ngramflow.errors import UserError
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
-from ngramflow.transforms.filters import RowPolicy
+from ngramflow.transforms.policy import RowPolicy
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
     from ngramflow.pipeline.mkn import MknSettings

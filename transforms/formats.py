@@ -29,7 +29,7 @@ def _count(text: str, what: str) -> int:
 
     Nothing else is a number here, whatever its value: no sign ("-0" and "+5"
     are as malformed as "-5"), decimal point, exponent or hexadecimal.
-    rows.py's fast path hands every other spelling to this parser.
+    parse.py's fast path hands every other spelling to this parser.
     """
     text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader does
     if text.isascii() and text.isdigit():

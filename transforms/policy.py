@@ -1,9 +1,9 @@
 """Row policy: POS tags, case folding and the year window.
 
-The policy is applied in transforms/runs.py, before aggregation. The
+The policy is applied in transforms/collapse.py, before aggregation. The
 minimum-count filter is not here on purpose: Google's threshold (and ours)
 applies to an n-gram's total over all kept years, so it runs after aggregation
-(transforms/aggregate.py).
+(transforms/total.py).
 """
 
 import re

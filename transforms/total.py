@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import checked, columnar
-from ngramflow.transforms.counts import SumRunTables, to_ngram_table
+from ngramflow.transforms.merge import SumRunTables, to_ngram_table
 from ngramflow.transforms.shards import SplitByShard
 
 

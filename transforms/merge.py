@@ -1,6 +1,6 @@
 """Per-n-gram totals: merging run tables, and turning totals into output rows.
 
-A run table (transforms/runs.py) may hold the same n-gram several times: a run
+A run table (transforms/collapse.py) may hold the same n-gram several times: a run
 cut by a chunk boundary, case variants after --lowercase, or the same n-gram
 in two files. ``merge_runs`` sums them into one row per n-gram, sorted by
 n-gram, in vectorized code; ``SumRunTables`` is the CombineFn that does it per

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import columnar
-from ngramflow.transforms.filters import TAGGED_IN_NGRAM, RowPolicy, fold_case
+from ngramflow.transforms.policy import TAGGED_IN_NGRAM, RowPolicy, fold_case
 
 
 def run_schema(keep_years: bool) -> pa.Schema:
