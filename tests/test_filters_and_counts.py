@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from ngramflow.transforms import columnar, merge
+from ngramflow.transforms import columnar, merge, total
 from ngramflow.transforms.collapse import collapse
 from ngramflow.transforms.parse import ROW_SCHEMA
 from ngramflow.transforms.policy import RowPolicy, fold_case
@@ -17,7 +17,7 @@ def _collapse(rows, policy, keep_years):
 
 
 def _totals(runs_table):
-    return merge.to_ngram_table(merge.merge_runs(runs_table)).to_pylist()
+    return total.to_ngram_table(merge.merge_runs(runs_table)).to_pylist()
 
 
 def test_case_folding_spares_tags_and_boundaries():
@@ -82,8 +82,8 @@ def test_combine_fn_gives_the_same_totals_in_any_grouping():
     two = fn.merge_accumulators([fn.add_input(fn.create_accumulator(), parts[3]),
                                  fn.add_input(fn.add_input(fn.create_accumulator(), parts[0]), parts[2]),
                                  fn.add_input(fn.create_accumulator(), parts[1])])
-    totals = merge.to_ngram_table(fn.extract_output(one)).to_pylist()
-    assert totals == merge.to_ngram_table(fn.extract_output(two)).to_pylist()
+    totals = total.to_ngram_table(fn.extract_output(one)).to_pylist()
+    assert totals == total.to_ngram_table(fn.extract_output(two)).to_pylist()
     assert [(t["ngram"], t["match_count"], t["years"]) for t in totals] == [("a", 100, 1), ("b", 220, 2)]
 
 

@@ -11,7 +11,7 @@ raises :class:`Malformed` with a reason a person can act on.
 
 from ngramflow.schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
 
-FORMATS = ("2012", "2020", "2009")
+INPUT_FORMATS = ("2012", "2020", "2009")
 
 #: Lines looked at before giving up on detecting a file's format.
 DETECT_LINES = 1000
@@ -49,7 +49,7 @@ def _year(text: str) -> int:
     return year
 
 
-def tokens_of(ngram: str) -> list[str]:
+def split_ngram(ngram: str) -> list[str]:
     """Split an n-gram on single spaces; runs of spaces count as one separator.
 
     Only U+0020 separates tokens: other Unicode spaces (e.g. U+00A0) occur inside
@@ -72,13 +72,13 @@ def _fields(line: str, expected: int, fmt: str) -> list[str]:
 
 def parse_2012(line: str):
     ngram, year, match, volume = _fields(line, 4, "2012")
-    return tokens_of(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
+    return split_ngram(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
 
 
 def parse_2009(line: str):
     ngram, year, match, _page, volume = _fields(line, 5, "2009")
     _count(_page, "page count")
-    return tokens_of(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
+    return split_ngram(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
 
 
 def parse_2020(line: str):
@@ -91,7 +91,7 @@ def parse_2020(line: str):
         if len(parts) != 3:
             raise Malformed(f"malformed year tuple (want year,match,volume): {item[:40]!r}")
         series.append((_year(parts[0]), _count(parts[1], "match count"), _count(parts[2], "volume count")))
-    return tokens_of(fields[0]), series
+    return split_ngram(fields[0]), series
 
 
 PARSERS = {"2012": parse_2012, "2020": parse_2020, "2009": parse_2009}

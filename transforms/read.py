@@ -167,7 +167,7 @@ class LineReader:
             self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
             if self.format is None and self.pending.strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
-                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
+                                     f"format ({', '.join(formats.INPUT_FORMATS)}); pass --format to force one")
         except BaseException:
             self.close()
             raise
