@@ -8,7 +8,7 @@ from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.total import TotalNgrams, SummarizeOrders, files_by_order
+from ngramflow.transforms.total import SummarizeOrders, TotalNgrams, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
 
 # Statistics the pipeline leaves under _work/ for the manifest.

@@ -10,6 +10,7 @@ raises :class:`Malformed` with a reason a person can act on.
 """
 
 from ngramflow.schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
+from ngramflow.transforms.checked import INT64_MAX
 
 INPUT_FORMATS = ("2012", "2020", "2009")
 
@@ -19,9 +20,6 @@ DETECT_LINES = 1000
 
 class Malformed(ValueError):
     """A line that is not a valid row; the message is the reject reason."""
-
-
-_INT64_MAX = 2**63 - 1
 
 
 def _count(text: str, what: str) -> int:
@@ -34,7 +32,7 @@ def _count(text: str, what: str) -> int:
     text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader does
     if text.isascii() and text.isdigit():
         value = int(text)
-        if value > _INT64_MAX:
+        if value > INT64_MAX:
             raise Malformed(f"{what} too large: {text[:40]}")
         return value
     if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():

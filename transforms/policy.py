@@ -21,10 +21,6 @@ TAGGED_IN_NGRAM = rf"(?:^| )(?:[^ ]+_(?:{_TAGS})|_(?:{_TAGS})_)(?: |$)"
 BOUNDARY_TOKENS = frozenset({START, END})
 
 
-def is_pos_tagged(token: str) -> bool:
-    return token not in BOUNDARY_TOKENS and _TAGGED.fullmatch(token) is not None
-
-
 def fold_case(token: str) -> str:
     """Lower-case a token's word, never its POS tag or a boundary/wildcard token."""
     if token in BOUNDARY_TOKENS:

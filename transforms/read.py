@@ -292,7 +292,8 @@ def merge_file_stats(parts: list[dict]) -> list[dict]:
 
 
 class ReadNgramFile(beam.DoFn):
-    """A work unit (see pack_files) -> run tables (transforms/collapse.py); named reject tables and file stats on the side.
+    """A work unit (see pack_files) -> run tables (transforms/collapse.py); named reject tables and file
+    stats on the side.
 
     Runs of consecutive files are buffered up to EMIT_RUNS rows, so small files
     do not each cost an element downstream.
