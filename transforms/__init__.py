@@ -2,9 +2,9 @@
 
 Each line: module, what it does, what goes in -> what comes out.
 
-    read.py        files -> run tables: stream-decompress each file, cut it into chunks of whole
-                   lines (or slices of a large file), parse and collapse each chunk; rejects and
-                   per-file statistics on the side (ReadNgramFiles)
+    read.py        work units of files (pack_files) -> run tables: stream-decompress each file, cut
+                   it into chunks of whole lines, parse and collapse each chunk; named reject tables
+                   and per-file statistics on the side (ReadNgramFiles)
     formats.py     one line -> (tokens, [(year, match, volume)]) or Malformed: the three line
                    formats, the careful parser that defines what is accepted, format detection
     parse.py       chunk of lines -> year rows (ROW_SCHEMA, file order) + rejects (REJECTS):
@@ -17,7 +17,8 @@ Each line: module, what it does, what goes in -> what comes out.
     total.py       run tables -> (shard, n-gram table) of schemas.NGRAMS rows at or above the
                    minimum count (TotalNgrams); per-order totals for the manifest
     vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids
-    sinks.py       (name, table or record) -> a Parquet or JSON file under that name
+    sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
+                   temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords)
     columnar.py    vectorized helpers the steps share: runs, year bit masks, series, shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
     mkn/           (n-gram, match count) -> Modified Kneser-Ney model rows; see mkn/__init__.py
