@@ -5,7 +5,7 @@
 An import of ~60M corpus rows would take hours on a small machine to produce
 what look-ups need: many n-grams in the layout an import writes. So this
 writes that layout directly, through the import's own writer
-(transforms.sinks.write_table: its row-group size, zstd, the schema's
+(transforms.sinks.write_named_table: its row-group size, zstd, the schema's
 types): n-grams of orders 1-3 with per-year series, split into part files by
 the import's stable shard hash and sorted by n-gram within each file, plus a
 totalcounts.parquet and a manifest marking the dataset complete. The
@@ -111,7 +111,7 @@ def _write(out, path: str, ngrams: int, shards: int, seed: int) -> dict:
         for part in range(shards):
             table = ngram_table(rng, strings.filter(pa.array(shard == part)), order)
             table = table.take(pc.sort_indices(table, [("ngram", "ascending")]))
-            sinks.write_table(out.path, f"ngrams/order={order}/part-{part:05d}", table, schemas.NGRAMS_WITH_YEARS)
+            sinks.write_named_table(out.path, f"ngrams/order={order}/part-{part:05d}", table, schemas.NGRAMS_WITH_YEARS)
             stats["match_count"] += pc.sum(table["match_count"]).as_py()
             stats["volume_count"] += pc.sum(table["volume_count"]).as_py()
             if order == 1:

@@ -17,7 +17,7 @@ from ngramflow.errors import RunFailed, UserError
 from ngramflow.pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_SLICE_SIZE, DEFAULT_TASKMANAGER_MEMORY,
                               FLINK_MODES, RUNNERS)
 from ngramflow.query.cli import add_query_command
-from ngramflow.transforms.formats import FORMATS
+from ngramflow.transforms.formats import INPUT_FORMATS
 
 EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
 
@@ -46,7 +46,7 @@ def _add_import(sub):
     p.add_argument("--cache", default=DEFAULT_CACHE, metavar="DIR",
                    help="where downloaded files are kept; verified files are not fetched again "
                         "(environment: NGRAMFLOW_CACHE)")
-    p.add_argument("--format", choices=FORMATS, default=None,
+    p.add_argument("--format", choices=INPUT_FORMATS, default=None,
                    help="force one input format instead of detecting it per file (default: detect)")
     p.add_argument("--year-min", type=int, default=None, help="drop year rows before this year (inclusive bound)")
     p.add_argument("--year-max", type=int, default=None, help="drop year rows after this year (inclusive bound)")

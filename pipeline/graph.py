@@ -6,9 +6,9 @@ from ngramflow import schemas
 from ngramflow.pipeline.mkn import build_mkn
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
-from ngramflow.transforms.aggregate import AggregateNgrams, SummarizeOrders, files_by_order
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
+from ngramflow.transforms.total import SummarizeOrders, TotalNgrams, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
 
 # Statistics the pipeline leaves under _work/ for the manifest.
@@ -39,7 +39,7 @@ class ImportNgrams(beam.PTransform):
 
     def expand(self, files):
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
-        ngrams = parsed.runs | "Total each n-gram across files" >> AggregateNgrams(self.min_count, self.shards)
+        ngrams = parsed.runs | "Total each n-gram across files" >> TotalNgrams(self.min_count, self.shards)
         return {
             "ngrams": ngrams | "Split each shard by order" >> beam.FlatMapTuple(files_by_order),
             "vocabulary": ngrams | "Build the vocabulary" >> BuildVocabulary(self.shards),

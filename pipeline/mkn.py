@@ -23,7 +23,7 @@ from ngramflow.pipeline.output import OutputDir
 from ngramflow.transforms.mkn import arpa
 from ngramflow.transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
 from ngramflow.transforms.mkn.stage import EstimateMkn
-from ngramflow.transforms.sinks import WriteRecords, WriteTables, publish
+from ngramflow.transforms.sinks import WriteRecords, WriteTables, write_then_rename
 
 # Statistics the stage leaves under _work/ for the manifest.
 MKN_ORDERS, MKN_ORPHANS = "_work/mkn_orders", "_work/mkn_orphans"
@@ -200,7 +200,7 @@ def write_arpa(out: OutputDir, section: dict, path: str) -> None:
         fh.write(arpa.FOOTER)
         fh.detach()
 
-    publish(path, write)
+    write_then_rename(path, write)
 
 
 def summary_lines(section: dict, row) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ngramflow.errors import UserError
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
-from ngramflow.transforms.filters import RowPolicy
+from ngramflow.transforms.policy import RowPolicy
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
     from ngramflow.pipeline.mkn import MknSettings
@@ -30,7 +30,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def size_bytes(text: str, what: str) -> int:
+def parse_size(text: str, what: str) -> int:
     """'2g', '1536m', '64KiB' -> bytes."""
     found = _SIZE.match(str(text))
     if not found:
@@ -111,7 +111,7 @@ class ImportOptions:
         if self.slice_size is not None:
             if self.mode != "checkpointed":
                 raise UserError("--slice-size needs --mode checkpointed")
-            if size_bytes(self.slice_size, "--slice-size") < 1 << 10:
+            if parse_size(self.slice_size, "--slice-size") < 1 << 10:
                 raise UserError(f"--slice-size must be at least 1k, got {self.slice_size}")
         if self.flink_master != LOCAL and self.taskmanager_memory:
             raise UserError("--taskmanager-memory applies to --flink-master [local]; a cluster's TaskManagers "
@@ -133,7 +133,7 @@ class ImportOptions:
         # --on-corrupt-file skip verifies a file whole before reading it: slices would each verify it again.
         if self.runner != "flink" or self.mode != "checkpointed" or self.on_corrupt_file == "skip":
             return None
-        return size_bytes(self.slice_size or DEFAULT_SLICE_SIZE, "--slice-size")
+        return parse_size(self.slice_size or DEFAULT_SLICE_SIZE, "--slice-size")
 
     def recorded(self) -> dict:
         """The options as the manifest records them."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ngramflow.errors import RunFailed
 from ngramflow.schemas import END, START, UNK
-from ngramflow.transforms.filters import fold_case
+from ngramflow.transforms.policy import fold_case
 
 
 @dataclass(frozen=True)

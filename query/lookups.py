@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ngramflow.errors import UserError
 from ngramflow.schemas import MAX_ORDER
-from ngramflow.transforms.filters import fold_case
+from ngramflow.transforms.policy import fold_case
 
 COUNT_COLUMNS = ["ngram", "match_count", "volume_count", "first_year", "last_year", "years"]
 

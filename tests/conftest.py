@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from ngramflow.cli import main as ngramflow
-from ngramflow.transforms.filters import POS_TAGS
+from ngramflow.transforms.policy import POS_TAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "data", "sample")

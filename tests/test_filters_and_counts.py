@@ -2,9 +2,10 @@
 
 import pyarrow as pa
 
-from ngramflow.transforms import columnar, counts, runs
-from ngramflow.transforms.filters import RowPolicy, fold_case
-from ngramflow.transforms.rows import ROW_SCHEMA
+from ngramflow.transforms import columnar, merge, total
+from ngramflow.transforms.collapse import collapse
+from ngramflow.transforms.parse import ROW_SCHEMA
+from ngramflow.transforms.policy import RowPolicy, fold_case
 
 
 def _rows(*rows):
@@ -12,11 +13,11 @@ def _rows(*rows):
 
 
 def _collapse(rows, policy, keep_years):
-    return runs.collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
+    return collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
 
 
 def _totals(runs_table):
-    return counts.to_ngram_table(counts.merge_runs(runs_table)).to_pylist()
+    return total.to_ngram_table(merge.merge_runs(runs_table)).to_pylist()
 
 
 def test_case_folding_spares_tags_and_boundaries():
@@ -74,15 +75,15 @@ def test_year_masks_span_the_whole_year_range():
 def test_combine_fn_gives_the_same_totals_in_any_grouping():
     parts = [_collapse(_rows((w, y, y - 1800, 1)), RowPolicy(), False)[0]
              for w, y in (("b", 1801), ("a", 1850), ("b", 2019), ("a", 1850))]
-    fn = counts.SumRunTables()
+    fn = merge.SumRunTables()
     one = fn.create_accumulator()
     for part in parts:
         one = fn.add_input(one, part)
     two = fn.merge_accumulators([fn.add_input(fn.create_accumulator(), parts[3]),
                                  fn.add_input(fn.add_input(fn.create_accumulator(), parts[0]), parts[2]),
                                  fn.add_input(fn.create_accumulator(), parts[1])])
-    totals = counts.to_ngram_table(fn.extract_output(one)).to_pylist()
-    assert totals == counts.to_ngram_table(fn.extract_output(two)).to_pylist()
+    totals = total.to_ngram_table(fn.extract_output(one)).to_pylist()
+    assert totals == total.to_ngram_table(fn.extract_output(two)).to_pylist()
     assert [(t["ngram"], t["match_count"], t["years"]) for t in totals] == [("a", 100, 1), ("b", 220, 2)]
 
 

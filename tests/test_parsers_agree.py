@@ -1,6 +1,6 @@
 """The Arrow fast path and the careful line-by-line parser apply one rule per case.
 
-parse_chunk (transforms/rows.py) takes the fast path (parse_fast) and falls
+parse_chunk (transforms/parse.py) takes the fast path (parse_fast) and falls
 back to the careful parser (_line_by_line) when the fast path cannot vouch for
 every line. Both run on the same generated chunks, each with a few adversarial
 lines among clean ones: where the fast path vouches, its rows must be the
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import import_ok, ngrams_of, vocabulary_of
-from ngramflow.transforms import read, rows
+from ngramflow.transforms import parse, read
 
 SEED = 20240607
 CHUNKS = 300
@@ -131,8 +131,8 @@ def _chunk(rng, fmt) -> bytes:
 def _every_path(chunk, fmt):
     """(fast path's result or None, parse_chunk's, careful rows, careful rejects) of one chunk."""
     lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-    careful, rejects = rows._line_by_line(chunk, fmt, "f.gz", 101)
-    return rows.parse_fast(chunk, lines, fmt), rows.parse_chunk(chunk, lines, fmt, "f.gz", 101), careful, rejects
+    careful, rejects = parse._line_by_line(chunk, fmt, "f.gz", 101)
+    return parse.parse_fast(chunk, lines, fmt), parse.parse_chunk(chunk, lines, fmt, "f.gz", 101), careful, rejects
 
 
 @pytest.mark.parametrize("fmt", ["2012", "2020", "2009"])
@@ -198,5 +198,5 @@ def test_slices_read_a_file_with_a_byte_order_mark_like_the_whole_file(tmp_path,
         fresh += skipping.lines_before(end)
     for pieces in (continued, fresh):
         assert b"".join(piece for _, _, piece in pieces) == text[3:]
-        assert pa.concat_tables([rows.parse_chunk(p, n, "2012", path, first).rows for first, n, p in pieces]) \
-            .equals(rows.parse_chunk(text[3:], 3, "2012", path, 1).rows)
+        assert pa.concat_tables([parse.parse_chunk(p, n, "2012", path, first).rows for first, n, p in pieces]) \
+            .equals(parse.parse_chunk(text[3:], 3, "2012", path, 1).rows)

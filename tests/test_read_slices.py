@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from ngramflow.transforms import read
-from ngramflow.transforms.counts import merge_runs
+from ngramflow.transforms.merge import merge_runs
 
 LINES = [b"alpha\t1990\t3\t1", b"alpha\t1991\t2\t1", b"beta gamma\t2000\t7\t2", b"not a row",
          b"delta\t2001\t1\t1" + b"x" * 300, b"epsilon\t1950\t4\t3", b"zeta\t1960\t5\t2"]

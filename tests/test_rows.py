@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 
 from conftest import SAMPLE, gz_files
-from ngramflow.transforms import rows
+from ngramflow.transforms import parse
 
 
 def _slow(chunk, fmt):
-    table, rejects = rows._line_by_line(chunk, fmt, "f", 1)
+    table, rejects = parse._line_by_line(chunk, fmt, "f", 1)
     return table, rejects
 
 
@@ -19,7 +19,7 @@ def _slow(chunk, fmt):
 def test_fast_path_equals_line_by_line_on_the_sample(fmt):
     files = gz_files(os.path.join(SAMPLE, fmt))
     chunk = b"".join(gzip.open(f).read() for f in files)
-    fast = rows.parse_chunk(chunk, chunk.count(b"\n"), fmt, "f", 1)
+    fast = parse.parse_chunk(chunk, chunk.count(b"\n"), fmt, "f", 1)
     slow, rejects = _slow(chunk, fmt)
     assert fast.rejects.num_rows == 0 == rejects.num_rows
     assert fast.rows.equals(slow)
@@ -41,7 +41,7 @@ def test_fast_path_equals_line_by_line_on_the_sample(fmt):
 ])
 def test_every_path_gives_the_careful_answer(line):
     chunk = b"x\t1990\t1\t1\n" + line + b"\n"
-    fast = rows.parse_chunk(chunk, 2, "2012", "f", 1)
+    fast = parse.parse_chunk(chunk, 2, "2012", "f", 1)
     slow, rejects = _slow(chunk, "2012")
     assert fast.rows.equals(slow) and fast.rejects.equals(rejects)
     assert pa.compute.sum(fast.rows["match"]).as_py() >= 1

@@ -42,7 +42,7 @@ def test_range_keys_order_tokens_as_the_ids_do():
 
 
 def test_parts_number_the_whole_vocabulary_without_gaps():
-    tokens = vocabulary.tokens_of(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(300)]))
+    tokens = vocabulary.distinct_tokens(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(300)]))
     halves = [tokens.slice(0, 150), tokens.slice(150)]
     plan = vocabulary.plan_parts([vocabulary.histogram(t) for t in halves], first_id=3, part_tokens=40)
     parts = {}

@@ -1,0 +1,25 @@
+"""The import's transforms, one step of the data per module, in the order the data meets them.
+
+Each line: module, what it does, what goes in -> what comes out.
+
+    read.py        work units of files (pack_files) -> run tables: stream-decompress each file, cut
+                   it into chunks of whole lines, parse and collapse each chunk; named reject tables
+                   and per-file statistics on the side (ReadNgramFiles)
+    formats.py     one line -> (tokens, [(year, match, volume)]) or Malformed: the three line
+                   formats, the careful parser that defines what is accepted, format detection
+    parse.py       chunk of lines -> year rows (ROW_SCHEMA, file order) + rejects (REJECTS):
+                   Arrow at C speed, formats.py line by line where Arrow cannot vouch
+    policy.py      the row policy (year window, POS tags, case folding) that collapse.py applies
+    collapse.py    year rows in file order -> run table (one row per run of an n-gram's rows),
+                   policy applied; what crosses the shuffle
+    shards.py      tables -> (shard, sub-table) by a stable hash of a key column
+    merge.py       run tables -> one row per n-gram, sorted (merge_runs; the SumRunTables combiner)
+    total.py       run tables -> (shard, n-gram table) of schemas.NGRAMS rows at or above the
+                   minimum count (TotalNgrams); per-order totals for the manifest
+    vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids
+    sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
+                   temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords)
+    columnar.py    vectorized helpers the steps share: runs, year bit masks, series, shard hash
+    checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
+    mkn/           (n-gram, match count) -> Modified Kneser-Ney model rows; see mkn/__init__.py
+"""

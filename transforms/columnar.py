@@ -15,8 +15,6 @@ from ngramflow.transforms import checked
 MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
 MASK_TYPE = pa.binary(MASK_BYTES)
 
-SERIES_TYPE = YEAR_SERIES
-
 
 def numpy(column) -> np.ndarray:
     if isinstance(column, pa.ChunkedArray):
@@ -98,8 +96,8 @@ def series_by_run(ids: np.ndarray, years, matches, volumes, runs: int) -> pa.Arr
     values = pa.StructArray.from_arrays(
         [grouped["year"].combine_chunks().cast(pa.int16()), grouped["match_sum"].combine_chunks(),
          grouped["volume_sum"].combine_chunks()],
-        fields=list(SERIES_TYPE.value_type))
-    return pa.ListArray.from_arrays(pa.array(offsets), values, type=SERIES_TYPE)
+        fields=list(YEAR_SERIES.value_type))
+    return pa.ListArray.from_arrays(pa.array(offsets), values, type=YEAR_SERIES)
 
 
 def explode_series(keys, series) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Array]:

@@ -10,8 +10,9 @@ raises :class:`Malformed` with a reason a person can act on.
 """
 
 from ngramflow.schemas import MAX_ORDER, YEAR_MAX, YEAR_MIN
+from ngramflow.transforms.checked import INT64_MAX
 
-FORMATS = ("2012", "2020", "2009")
+INPUT_FORMATS = ("2012", "2020", "2009")
 
 #: Lines looked at before giving up on detecting a file's format.
 DETECT_LINES = 1000
@@ -21,20 +22,17 @@ class Malformed(ValueError):
     """A line that is not a valid row; the message is the reject reason."""
 
 
-_INT64_MAX = 2**63 - 1
-
-
 def _count(text: str, what: str) -> int:
     """A count or year: ASCII digits, leading zeros allowed, padded by spaces or not.
 
     Nothing else is a number here, whatever its value: no sign ("-0" and "+5"
     are as malformed as "-5"), decimal point, exponent or hexadecimal.
-    rows.py's fast path hands every other spelling to this parser.
+    parse.py's fast path hands every other spelling to this parser.
     """
     text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader does
     if text.isascii() and text.isdigit():
         value = int(text)
-        if value > _INT64_MAX:
+        if value > INT64_MAX:
             raise Malformed(f"{what} too large: {text[:40]}")
         return value
     if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():
@@ -49,7 +47,7 @@ def _year(text: str) -> int:
     return year
 
 
-def tokens_of(ngram: str) -> list[str]:
+def split_ngram(ngram: str) -> list[str]:
     """Split an n-gram on single spaces; runs of spaces count as one separator.
 
     Only U+0020 separates tokens: other Unicode spaces (e.g. U+00A0) occur inside
@@ -72,13 +70,13 @@ def _fields(line: str, expected: int, fmt: str) -> list[str]:
 
 def parse_2012(line: str):
     ngram, year, match, volume = _fields(line, 4, "2012")
-    return tokens_of(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
+    return split_ngram(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
 
 
 def parse_2009(line: str):
     ngram, year, match, _page, volume = _fields(line, 5, "2009")
     _count(_page, "page count")
-    return tokens_of(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
+    return split_ngram(ngram), [(_year(year), _count(match, "match count"), _count(volume, "volume count"))]
 
 
 def parse_2020(line: str):
@@ -91,7 +89,7 @@ def parse_2020(line: str):
         if len(parts) != 3:
             raise Malformed(f"malformed year tuple (want year,match,volume): {item[:40]!r}")
         series.append((_year(parts[0]), _count(parts[1], "match count"), _count(parts[2], "volume count")))
-    return tokens_of(fields[0]), series
+    return split_ngram(fields[0]), series
 
 
 PARSERS = {"2012": parse_2012, "2020": parse_2020, "2009": parse_2009}

@@ -1,8 +1,8 @@
 """Read n-gram files: streaming decompression, chunked parsing, run collapse.
 
 Each input file is read as a stream, in chunks of whole lines (memory does not
-depend on the file's size). Each chunk is parsed into Arrow (transforms/rows.py)
-and its consecutive rows of one n-gram collapsed into runs (transforms/runs.py):
+depend on the file's size). Each chunk is parsed into Arrow (transforms/parse.py)
+and its consecutive rows of one n-gram collapsed into runs (transforms/collapse.py):
 what leaves this stage is a few tables per file, one row per n-gram.
 """
 
@@ -23,9 +23,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
-from ngramflow.transforms import formats, rows, runs
+from ngramflow.transforms import formats
 from ngramflow.transforms.checked import CountOverflow
-from ngramflow.transforms.filters import RowPolicy
+from ngramflow.transforms.collapse import collapse
+from ngramflow.transforms.parse import parse_chunk
+from ngramflow.transforms.policy import RowPolicy
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
@@ -165,7 +167,7 @@ class LineReader:
             self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
             if self.format is None and self.pending.strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
-                                     f"format ({', '.join(formats.FORMATS)}); pass --format to force one")
+                                     f"format ({', '.join(formats.INPUT_FORMATS)}); pass --format to force one")
         except BaseException:
             self.close()
             raise
@@ -290,7 +292,8 @@ def merge_file_stats(parts: list[dict]) -> list[dict]:
 
 
 class ReadNgramFile(beam.DoFn):
-    """A work unit (see pack_files) -> run tables (transforms/runs.py); named reject tables and file stats on the side.
+    """A work unit (see pack_files) -> run tables (transforms/collapse.py); named reject tables and file
+    stats on the side.
 
     Runs of consecutive files are buffered up to EMIT_RUNS rows, so small files
     do not each cost an element downstream.
@@ -350,8 +353,8 @@ class ReadNgramFile(beam.DoFn):
                 pass  # earlier slices' lines: a fresh reader skips them
             started, share = reader.raw.tell(), _share(size, index, slices)
             for first_line, lines, chunk in reader.lines_before(end):
-                table, starts, rejected = rows.parse_chunk(chunk, lines, reader.format, path, first_line)
-                found, dropped = runs.collapse(table, starts, settings.policy, settings.keep_years)
+                table, starts, rejected = parse_chunk(chunk, lines, reader.format, path, first_line)
+                found, dropped = collapse(table, starts, settings.policy, settings.keep_years)
                 stats["rows_read"] += lines
                 stats["rows_rejected"] += rejected.num_rows
                 stats["rows_filtered"] += dropped

@@ -24,7 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 ROW_GROUP_ROWS = 32 * 1024
 
 
-def publish(path: str, write) -> str:
+def write_then_rename(path: str, write) -> str:
     """Write ``path`` with ``write(binary file)`` under a temporary name, then rename it into place."""
     if "://" not in path:  # object stores have no folders to create
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -36,16 +36,16 @@ def publish(path: str, write) -> str:
     return path
 
 
-def write_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str:
+def write_named_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str:
     def write(fh):
         pq.write_table(table.cast(schema), fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
 
-    return publish(FileSystems.join(root, f"{name}.parquet"), write)
+    return write_then_rename(FileSystems.join(root, f"{name}.parquet"), write)
 
 
-def write_json(root: str, name: str, record: dict) -> str:
-    return publish(FileSystems.join(root, f"{name}.json"),
-                    lambda fh: fh.write(json.dumps(record, sort_keys=True).encode()))
+def write_named_record(root: str, name: str, record: dict) -> str:
+    return write_then_rename(FileSystems.join(root, f"{name}.json"),
+                             lambda fh: fh.write(json.dumps(record, sort_keys=True).encode()))
 
 
 class WriteTables(beam.PTransform):
@@ -60,7 +60,7 @@ class WriteTables(beam.PTransform):
 
     def expand(self, named_tables):
         root, schema = self.root, self.schema
-        return named_tables | beam.MapTuple(lambda name, table: write_table(root, name, table, schema))
+        return named_tables | beam.MapTuple(lambda name, table: write_named_table(root, name, table, schema))
 
 
 class WriteRecords(beam.PTransform):
@@ -72,4 +72,4 @@ class WriteRecords(beam.PTransform):
 
     def expand(self, named_records):
         root = self.root
-        return named_records | beam.MapTuple(lambda name, record: write_json(root, name, record))
+        return named_records | beam.MapTuple(lambda name, record: write_named_record(root, name, record))

@@ -36,7 +36,7 @@ PART_TOKENS = 1 << 20
 MAX_TOKEN_SHARDS = 64
 
 
-def tokens_of(ngrams: pa.Table) -> pa.Table:
+def distinct_tokens(ngrams: pa.Table) -> pa.Table:
     """The distinct tokens of n-gram rows, with counts from their unigram rows where present."""
     unigrams = ngrams.filter(pc.equal(ngrams["order"], 1))
     tokens = pc.unique(pc.list_flatten(pc.split_pattern(ngrams["ngram"], " ")))
@@ -148,7 +148,7 @@ class BuildVocabulary(beam.PTransform):
         shards = self.shards
         tokens = (
             ngram_tables
-            | "Distinct tokens with unigram counts" >> beam.MapTuple(lambda _shard, t: tokens_of(t))
+            | "Distinct tokens with unigram counts" >> beam.MapTuple(lambda _shard, t: distinct_tokens(t))
             | "Shard tokens" >> SplitByShard("token", shards)
             | "One row per token" >> beam.CombinePerKey(MergeTokenTables())
         )

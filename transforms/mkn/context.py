@@ -9,8 +9,8 @@ successors have adjusted count 1, 2, and 3 or more). Successors with count 0
 import apache_beam as beam
 
 from ngramflow.transforms.checked import INT64_MAX, too_large
-from ngramflow.transforms.mkn.discount import DiscountError, Discounts
 from ngramflow.transforms.mkn.combine import SumOf
+from ngramflow.transforms.mkn.discount import DiscountError, Discounts
 from ngramflow.transforms.mkn.grams import context_of
 
 

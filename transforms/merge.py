@@ -1,6 +1,6 @@
-"""Per-n-gram totals: merging run tables, and turning totals into output rows.
+"""Merge run tables: one row per n-gram, summed over every run of it.
 
-A run table (transforms/runs.py) may hold the same n-gram several times: a run
+A run table (transforms/collapse.py) may hold the same n-gram several times: a run
 cut by a chunk boundary, case variants after --lowercase, or the same n-gram
 in two files. ``merge_runs`` sums them into one row per n-gram, sorted by
 n-gram, in vectorized code; ``SumRunTables`` is the CombineFn that does it per
@@ -12,7 +12,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ngramflow.schemas import ngrams_schema
 from ngramflow.transforms import columnar
 
 #: Buffered run rows after which a combiner accumulator is compacted.
@@ -45,24 +44,6 @@ def merge_runs(runs: pa.Table) -> pa.Table:
         parent, years, matches, volumes = columnar.explode_series(keys, runs["year_series"])
         columns.append(columnar.series_by_run(ids[parent], years, matches, volumes, len(starts)))
     return pa.Table.from_arrays(columns, schema=runs.schema)
-
-
-def to_ngram_table(totals: pa.Table) -> pa.Table:
-    """Rows of schemas.NGRAMS (or NGRAMS_WITH_YEARS) from merged totals."""
-    keep_years = "year_series" in totals.column_names
-    first, last, years = columnar.mask_stats(totals["years"])
-    columns = [
-        totals["ngram"],
-        pc.add(pc.count_substring(totals["ngram"], " "), 1).cast(pa.int8()),
-        totals["match"],
-        totals["volume"],
-        pa.array(first),
-        pa.array(last),
-        pa.array(years),
-    ]
-    if keep_years:
-        columns.append(totals["year_series"])
-    return pa.Table.from_arrays(columns, schema=ngrams_schema(keep_years))
 
 
 class SumRunTables(beam.CombineFn):

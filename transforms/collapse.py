@@ -11,13 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ngramflow.schemas import YEAR_SERIES
 from ngramflow.transforms import columnar
-from ngramflow.transforms.filters import TAGGED_IN_NGRAM, RowPolicy, fold_case
+from ngramflow.transforms.policy import TAGGED_IN_NGRAM, RowPolicy, fold_case
 
 
 def run_schema(keep_years: bool) -> pa.Schema:
     fields = [("ngram", pa.string()), ("match", pa.int64()), ("volume", pa.int64()), ("years", columnar.MASK_TYPE)]
-    return pa.schema(fields + ([("year_series", columnar.SERIES_TYPE)] if keep_years else []))
+    return pa.schema(fields + ([("year_series", YEAR_SERIES)] if keep_years else []))
 
 
 def _kept_rows(rows: pa.Table, keys: pa.Array, ids: np.ndarray, policy: RowPolicy) -> np.ndarray | None:

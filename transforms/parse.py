@@ -94,7 +94,7 @@ def _read_2020(chunk: bytes) -> pa.Table:
 
 
 # Legal but unusual spacing (leading, trailing, doubled, or more than MAX_ORDER
-# tokens): formats.tokens_of normalises or rejects it line by line.
+# tokens): formats.split_ngram normalises or rejects it line by line.
 _ODD_SPACING = rf"^ | $|  |^$|(?:[^ ]* ){{{MAX_ORDER}}}"
 
 

@@ -1,9 +1,9 @@
 """Row policy: POS tags, case folding and the year window.
 
-The policy is applied in transforms/runs.py, before aggregation. The
+The policy is applied in transforms/collapse.py, before aggregation. The
 minimum-count filter is not here on purpose: Google's threshold (and ours)
 applies to an n-gram's total over all kept years, so it runs after aggregation
-(transforms/aggregate.py).
+(transforms/total.py).
 """
 
 import re
@@ -19,10 +19,6 @@ _TAGGED = re.compile(_TAGGED_TOKEN)
 #: The same rule over a whole n-gram, for Arrow's (RE2) regex kernels.
 TAGGED_IN_NGRAM = rf"(?:^| )(?:[^ ]+_(?:{_TAGS})|_(?:{_TAGS})_)(?: |$)"
 BOUNDARY_TOKENS = frozenset({START, END})
-
-
-def is_pos_tagged(token: str) -> bool:
-    return token not in BOUNDARY_TOKENS and _TAGGED.fullmatch(token) is not None
 
 
 def fold_case(token: str) -> str:

@@ -1,12 +1,16 @@
-"""Total every n-gram across files and chunks, then apply the minimum count."""
+"""Total every n-gram across files and chunks, apply the minimum count, and turn totals into n-gram rows.
+
+Also the totals of each order (n-grams, matches, volumes) that the manifest records.
+"""
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ngramflow.schemas import ngrams_schema
 from ngramflow.transforms import checked, columnar
-from ngramflow.transforms.counts import SumRunTables, to_ngram_table
+from ngramflow.transforms.merge import SumRunTables
 from ngramflow.transforms.shards import SplitByShard
 
 
@@ -16,7 +20,25 @@ def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:
     return totals if min_count <= 1 else totals.filter(pc.greater_equal(totals["match"], min_count))
 
 
-class AggregateNgrams(beam.PTransform):
+def to_ngram_table(totals: pa.Table) -> pa.Table:
+    """Rows of schemas.NGRAMS (or NGRAMS_WITH_YEARS) from merged totals."""
+    keep_years = "year_series" in totals.column_names
+    first, last, years = columnar.mask_stats(totals["years"])
+    columns = [
+        totals["ngram"],
+        pc.add(pc.count_substring(totals["ngram"], " "), 1).cast(pa.int8()),
+        totals["match"],
+        totals["volume"],
+        pa.array(first),
+        pa.array(last),
+        pa.array(years),
+    ]
+    if keep_years:
+        columns.append(totals["year_series"])
+    return pa.Table.from_arrays(columns, schema=ngrams_schema(keep_years))
+
+
+class TotalNgrams(beam.PTransform):
     """Run tables -> (shard, n-gram table) with schemas.NGRAMS rows, each sorted by n-gram.
 
     Runs are split by a stable hash of the n-gram, so every n-gram's runs meet
