@@ -86,7 +86,7 @@ def _reads(method):
 class DatasetQueries:
     """A complete local dataset written by ``ngramflow import``, opened for queries.
 
-    Every answer is a ``pyarrow.Table`` (``.to_pandas()`` makes it a DataFrame when pandas is installed).
+    Every answer is a ``pyarrow.Table``; ``.to_pandas()`` makes it a pandas DataFrame.
     The dataset's manifest and file list are read when it is opened (and by ``sql`` when it first runs):
     open it again after importing into the same directory.
     """
