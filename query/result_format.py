@@ -1,7 +1,7 @@
 """Query results as an aligned table (for people), CSV or JSON (for programs).
 
-A result is a list of column names and an iterable of row tuples. CSV and JSON
-stream every row; a table has to see its rows to align them, so it shows at
+A result is an Arrow table or a stream of Arrow batches (what the Python API
+returns), printed as column names and row tuples. CSV and JSON stream every row; a table has to see its rows to align them, so it shows at
 most TABLE_ROWS and says how to get the rest.
 """
 
@@ -11,6 +11,8 @@ import decimal
 import json
 import sys
 from itertools import islice
+
+import pyarrow as pa
 
 FORMATS = ("table", "csv", "json")
 TABLE_ROWS = 1000
@@ -89,3 +91,13 @@ def write_json(columns: list[str], rows, out) -> None:
 
 def write_result(columns: list[str], rows, fmt: str, out=None) -> None:
     {"table": write_table, "csv": write_csv, "json": write_json}[fmt](columns, rows, out or sys.stdout)
+
+
+def write_arrow(result: pa.Table | pa.RecordBatchReader, fmt: str, out=None) -> None:
+    """Print an answer of the API, converting one batch to Python values at a time. A result without
+    columns (SQL without a statement) prints nothing."""
+    if not result.schema.names:
+        return
+    batches = result.to_batches() if isinstance(result, pa.Table) else result
+    rows = (row for batch in batches for row in zip(*(column.to_pylist() for column in batch.columns)))
+    write_result(result.schema.names, rows, fmt, out)

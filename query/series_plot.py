@@ -22,7 +22,7 @@ def check_target(path: str) -> None:
         raise UserError(f"the folder of --plot {path} does not exist")
 
 
-def plot(path: str, years: range, series: dict[str, list], share: bool, smoothing: int) -> None:
+def plot(path: str, years: list[int], series: dict[str, list], share: bool, smoothing: int) -> None:
     """Write the chart of ``series`` (label -> one value or None per year) to ``path``."""
     import matplotlib
 

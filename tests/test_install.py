@@ -1,0 +1,63 @@
+"""What a wheel installs: only the ``ngramflow`` namespace, the Flink files as package data, a build without
+setuptools warnings, and, run from outside the checkout, an import and the README's API example."""
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from conftest import HERE
+from test_api import in_folder_with_tests, readme_example
+
+CHECKOUT = os.path.dirname(HERE)
+#: What the build leaves out of its copy of the checkout: nothing of it is packaged.
+NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests")
+FLINK_FILES = ["pom.xml", "config.yaml", "log4j.properties"]
+
+
+def build_wheel(folder) -> tuple[str, str]:
+    """Build the wheel from a copy of the checkout (a build writes build/ and *.egg-info where it runs), with
+    the backend pyproject names from this environment: no download. (the wheel's path, the build's output)"""
+    source = folder / "source"
+    shutil.copytree(CHECKOUT, source, ignore=NOT_SOURCES)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--verbose",
+                            "-w", folder / "dist", source], capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    [wheel] = os.listdir(folder / "dist")
+    return str(folder / "dist" / wheel), built.stdout + built.stderr
+
+
+def test_the_wheel_installs_only_ngramflow_and_runs_outside_the_checkout(tmp_path):
+    wheel, output = build_wheel(tmp_path)
+    assert "running bdist_wheel" in output, "the backend's output is what is checked"
+    assert "deprecat" not in output.lower(), "the build warns: " + next(
+        line for line in output.splitlines() if "deprecat" in line.lower())
+
+    names = zipfile.ZipFile(wheel).namelist()
+    [metadata] = {name.split("/")[0] for name in names} - {"ngramflow"}
+    assert metadata.startswith("ngramflow-") and metadata.endswith(".dist-info"), metadata
+    for name in FLINK_FILES:
+        assert f"ngramflow/pipeline/flink/infra/{name}" in names
+    assert {"ngramflow/cli.py", "ngramflow/query/api.py", "ngramflow/transforms/__init__.py"} <= set(names)
+
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", target, wheel], check=True,
+                   capture_output=True)
+    elsewhere = tmp_path / "elsewhere"  # no ngramflow/ here: the one imported is the installed one
+    elsewhere.mkdir()
+    in_folder_with_tests(elsewhere)
+    env = dict(os.environ, PYTHONPATH=str(target))
+
+    def python(*args) -> str:
+        ran = subprocess.run([sys.executable, *args], cwd=elsewhere, env=env, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout
+
+    found = python("-c", "import importlib.resources, ngramflow, ngramflow.query.api as api; "
+                         "print(ngramflow.__file__, api.__file__, "
+                         "importlib.resources.files('ngramflow.pipeline.flink.infra'))").split()
+    assert all(path.startswith(str(target)) for path in found), found
+    command, code = readme_example()
+    python("-m", "ngramflow.cli", *command, "--quiet")
+    python("-c", code)
