@@ -5,6 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ngramflow.schemas import layout
 from ngramflow.transforms import checked, columnar
 from ngramflow.transforms.counts import SumRunTables, to_ngram_table
 from ngramflow.transforms.shards import SplitByShard
@@ -65,7 +66,7 @@ def order_record(order: int, totals: tuple) -> tuple:
 def files_by_order(shard: int, ngrams: pa.Table):
     """(output name, rows) for each order present in one shard's table."""
     for order in pc.unique(ngrams["order"]).to_pylist():
-        yield f"ngrams/order={order}/part-{shard:05d}", ngrams.filter(pc.equal(ngrams["order"], order))
+        yield layout.part(layout.ngrams_folder(order), shard), ngrams.filter(pc.equal(ngrams["order"], order))
 
 
 class SummarizeOrders(beam.PTransform):

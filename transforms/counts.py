@@ -12,11 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ngramflow.schemas import ngrams_schema
+from ngramflow.schemas import ngrams_schema, order_of
 from ngramflow.transforms import columnar
-
-#: Buffered run rows after which a combiner accumulator is compacted.
-COMPACT_ROWS = 1 << 20
+from ngramflow.transforms.sizing import COMPACT_ROWS
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -53,7 +51,7 @@ def to_ngram_table(totals: pa.Table) -> pa.Table:
     first, last, years = columnar.mask_stats(totals["years"])
     columns = [
         totals["ngram"],
-        pc.add(pc.count_substring(totals["ngram"], " "), 1).cast(pa.int8()),
+        order_of(totals["ngram"]).cast(pa.int8()),
         totals["match"],
         totals["volume"],
         pa.array(first),
