@@ -84,7 +84,7 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, workers: i
         if reason:
             raise RunFailed(reason) from None
         raise
-    return out.publish(with_mkn(manifest, section.ran(round(time.time() - started, 3))), replace=False)
+    return out.publish(with_mkn(manifest, section.with_run(round(time.time() - started, 3))), replace=False)
 
 
 def export_arpa(dataset: str, path: str, overwrite: bool = False) -> dict:

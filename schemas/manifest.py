@@ -86,8 +86,8 @@ class MknSection:
                 del section[own]
         return section
 
-    def ran(self, wall_seconds: float) -> "MknSection":
-        """This section as ``ngramflow mkn`` records it: with its wall time and command."""
+    def with_run(self, wall_seconds: float) -> "MknSection":
+        """This section with the wall time and the command of the ``ngramflow mkn`` that built it."""
         return replace(self, wall_seconds=wall_seconds, command=command_line())
 
 
