@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import SAMPLE, import_ok, run_cli
@@ -20,7 +21,9 @@ def dataset(tmp_path_factory):
 
 
 def mkn_files(dataset) -> dict:
-    return {os.path.relpath(os.path.join(root, name), dataset): open(os.path.join(root, name), "rb").read()
+    """{file of mkn/: its rows, sorted (the order of rows within a part is the shuffle's)}."""
+    return {os.path.relpath(os.path.join(root, name), dataset):
+            sorted(map(str, pq.read_table(os.path.join(root, name)).to_pylist()))
             for root, _, names in os.walk(os.path.join(dataset, "mkn")) for name in names}
 
 
