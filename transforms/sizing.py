@@ -63,6 +63,7 @@ MAX_TOKEN_SHARDS = 64
 #: Rows per Parquet row group. Files are sorted by n-gram, so DuckDB prunes row groups by their
 #: min/max statistics: a point look-up reads one row group per part file of its order, and 32k
 #: rows read 3.5x fewer bytes than 128k at no measured cost to full scans (BENCHMARKS.md, "Query").
+#: The writer reads it at each write: ``benchmarks.lookup_dataset --row-group-rows`` sets others to measure.
 ROW_GROUP_ROWS = 32 * 1024
 
 # The MKN stage.
