@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 
 from ngramflow import schemas
 from ngramflow.pipeline.output import DatasetDir
-from ngramflow.transforms import columnar, sinks
+from ngramflow.schemas import layout
+from ngramflow.schemas.manifest import Manifest, OrderTotals
+from ngramflow.transforms import columnar, sinks, sizing
 
 VOCABULARY = 250_000
 #: Share of the n-grams per order; all the vocabulary's 1-grams come first.
@@ -94,10 +96,10 @@ def build(path: str, ngrams: int, shards: int, seed: int) -> dict:
     target = DatasetDir(path)
     with target.lock():
         target.prepare(overwrite=True, description="benchmarks.lookup_dataset")
-        return target.publish(_write(target.build, path, ngrams, shards, seed))
+        return target.publish(_write(target.build, path, ngrams, shards, seed).to_json())
 
 
-def _write(out, path: str, ngrams: int, shards: int, seed: int) -> dict:
+def _write(out, path: str, ngrams: int, shards: int, seed: int) -> Manifest:
     """Write the dataset's files into OUT; returns its manifest."""
     rng = np.random.default_rng(seed)
     words = vocabulary(VOCABULARY)
@@ -106,32 +108,31 @@ def _write(out, path: str, ngrams: int, shards: int, seed: int) -> dict:
     for order, count in counts.items():
         tuples = np.arange(VOCABULARY)[:, None] if order == 1 else unique_tuples(rng, order, count, VOCABULARY)
         strings = ngram_strings(words, tuples)
-        stats = orders[str(order)] = {"ngrams": count, "match_count": 0, "volume_count": 0}
+        match_count = volume_count = 0
         shard = columnar.shard_of(strings, shards)
         for part in range(shards):
             table = ngram_table(rng, strings.filter(pa.array(shard == part)), order)
             table = table.take(pc.sort_indices(table, [("ngram", "ascending")]))
-            sinks.write_named_table(out.path, f"ngrams/order={order}/part-{part:05d}", table, schemas.NGRAMS_WITH_YEARS)
-            stats["match_count"] += pc.sum(table["match_count"]).as_py()
-            stats["volume_count"] += pc.sum(table["volume_count"]).as_py()
+            sinks.write_named_table(out.path, layout.part(layout.ngrams_folder(order), part), table,
+                                    schemas.NGRAMS_WITH_YEARS)
+            match_count += pc.sum(table["match_count"]).as_py()
+            volume_count += pc.sum(table["volume_count"]).as_py()
             if order == 1:
                 totals += year_totals(table)
+        orders[order] = OrderTotals(count, match_count, volume_count)
         print(f"order {order}: {count:,} n-grams", flush=True)
-    out.write_parquet("totalcounts.parquet", pa.table({
+    out.write_parquet(layout.TOTALCOUNTS, pa.table({
         "year": pa.array(np.arange(FIRST_YEAR, LAST_YEAR + 1), pa.int16()),
         "match_count": pa.array(totals.astype(np.int64)), "page_count": pa.nulls(len(totals), pa.int64()),
         "volume_count": pa.array((totals // 3).astype(np.int64))}, schema=schemas.TOTALCOUNTS))
-    out.ensure_parquet("vocabulary", schemas.VOCABULARY)
-    out.ensure_parquet("rejects", schemas.REJECTS)
-    manifest = {
-        "status": "complete", "schema_version": schemas.SCHEMA_VERSION,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": f"python -m benchmarks.lookup_dataset {path} --ngrams {ngrams} --shards {shards} --seed {seed} "
-                   f"--row-group-rows {sinks.ROW_GROUP_ROWS}",
-        "options": {"keep_years": True, "lowercase": False, "pos": "drop", "min_count": 40},
-        "orders": orders, "totalcounts_years": len(totals), "vocabulary_tokens": 0,
-    }
-    return manifest
+    out.ensure_parquet(layout.VOCABULARY, schemas.VOCABULARY)
+    out.ensure_parquet(layout.REJECTS, schemas.REJECTS)
+    return Manifest(
+        command=f"python -m benchmarks.lookup_dataset {path} --ngrams {ngrams} --shards {shards} --seed {seed} "
+                f"--row-group-rows {sizing.ROW_GROUP_ROWS}",
+        options={"keep_years": True, "lowercase": False, "pos": "drop", "min_count": 40},
+        orders=orders, totalcounts_years=len(totals), vocabulary_tokens=0,
+    )
 
 
 def main(argv=None) -> None:
@@ -140,10 +141,10 @@ def main(argv=None) -> None:
     parser.add_argument("--ngrams", type=int, default=12_000_000, help="n-grams over all orders")
     parser.add_argument("--shards", type=int, default=32, help="part files per order, as an import's shards")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--row-group-rows", type=int, default=sinks.ROW_GROUP_ROWS,
+    parser.add_argument("--row-group-rows", type=int, default=sizing.ROW_GROUP_ROWS,
                         help="rows per Parquet row group, to measure other sizes than the writer's")
     args = parser.parse_args(argv)
-    sinks.ROW_GROUP_ROWS = args.row_group_rows
+    sizing.ROW_GROUP_ROWS = args.row_group_rows
     started = time.time()
     manifest = build(args.output, args.ngrams, args.shards, args.seed)
     print(f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams, "

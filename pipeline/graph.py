@@ -6,28 +6,12 @@ from ngramflow import schemas
 from ngramflow.pipeline.mkn import build_mkn
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
+from ngramflow.schemas import layout
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
+from ngramflow.transforms.sizing import mkn_parts, shard_count, work_unit_bytes
 from ngramflow.transforms.total import SummarizeOrders, TotalNgrams, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
-
-# Statistics the pipeline leaves under _work/ for the manifest.
-FILE_STATS, ORDER_STATS = "_work/files", "_work/orders"
-
-#: Compressed input bytes per shard of the aggregation: a shard's distinct
-#: n-grams must fit in one worker's memory when they are merged, and a shard's
-#: partial table must fit one record of Flink's batch sort buffer (32 MiB
-#: shards failed there with "Record too large" on a 108 MB corpus).
-BYTES_PER_SHARD = 8 << 20
-
-
-def shard_count(input_bytes: int) -> int:
-    return max(2, min(4096, input_bytes // BYTES_PER_SHARD + 1))
-
-
-def work_unit_bytes(input_bytes: int) -> int:
-    """Enough units to keep every worker busy, few enough to keep per-unit overhead small."""
-    return max(1 << 20, min(64 << 20, input_bytes // 16))
 
 
 class ImportNgrams(beam.PTransform):
@@ -60,9 +44,9 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
         | "Import n-grams" >> ImportNgrams(settings, opts.min_count, shards)
     )
     results["ngrams"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
-    results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join("vocabulary"), schemas.VOCABULARY)
-    results["rejects"] | "Write rejects" >> WriteTables(out.join("rejects"), schemas.REJECTS)
-    results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(FILE_STATS))
-    results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(ORDER_STATS))
+    results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
+    results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
+    results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
+    results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
     if opts.mkn:
-        build_mkn(results["ngrams"] | "N-gram tables" >> beam.Values(), out, opts.mkn, shards)
+        build_mkn(results["ngrams"] | "N-gram tables" >> beam.Values(), out, opts.mkn, mkn_parts(input_bytes))

@@ -20,14 +20,13 @@ from apache_beam.io.filesystems import FileSystems
 from ngramflow import schemas
 from ngramflow.errors import UserError
 from ngramflow.pipeline.output import OutputDir
+from ngramflow.schemas import layout, order_of
+from ngramflow.schemas.manifest import MknSection
 from ngramflow.transforms.mkn import arpa
 from ngramflow.transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
 from ngramflow.transforms.mkn.stage import EstimateMkn
 from ngramflow.transforms.sinks import WriteRecords, WriteTables, write_then_rename
-
-# Statistics the stage leaves under _work/ for the manifest.
-MKN_ORDERS, MKN_ORPHANS = "_work/mkn_orders", "_work/mkn_orphans"
-ARPA_BATCH_ROWS = 64 * 1024
+from ngramflow.transforms.sizing import ARPA_BATCH_ROWS
 
 
 @dataclass(frozen=True)
@@ -71,13 +70,9 @@ def check_arpa_target(path: str, overwrite: bool) -> None:
         raise UserError(f"the folder of ARPA file {path} does not exist")
 
 
-def mkn_folder(table: str, order: int) -> str:
-    return FileSystems.join("mkn", table, f"order={order}")
-
-
 def ngram_counts(table: pa.Table, max_order: int):
     """(ngram, match count) pairs of an n-gram table's rows of orders 1..max_order."""
-    table = table.filter(pc.less(pc.count_substring(table["ngram"], " "), max_order))
+    table = table.filter(pc.less_equal(order_of(table["ngram"]), max_order))
     return zip(table.column("ngram").to_pylist(), table.column("match_count").to_pylist())
 
 
@@ -106,7 +101,7 @@ class WriteRowParts(beam.PTransform):
             | "Key by part" >> beam.Map(lambda row: (part_of(row[0], parts), row))
             | "Gather parts" >> beam.GroupByKey()
             | "Part tables" >> beam.MapTuple(
-                lambda part, part_rows: (f"{folder}/part-{part:05d}", rows_table(part_rows, schema)))
+                lambda part, part_rows: (layout.part(folder, part), rows_table(part_rows, schema)))
             | "Write parts" >> WriteTables(self.root, schema)
         )
 
@@ -118,16 +113,17 @@ def build_mkn(ngram_tables, out: OutputDir, settings: MknSettings, parts: int) -
         | "N-gram counts" >> beam.FlatMap(ngram_counts, settings.order)
         | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
     )
-    for table, schema in (("ngrams", schemas.MKN_NGRAMS), ("contexts", schemas.MKN_CONTEXTS)):
+    for table, folder, schema in (("ngrams", layout.MKN_NGRAMS, schemas.MKN_NGRAMS),
+                                  ("contexts", layout.MKN_CONTEXTS, schemas.MKN_CONTEXTS)):
         for order, rows in enumerate(results[table], 1):
             rows | f"Write order-{order} MKN {table}" >> WriteRowParts(
-                out.path, mkn_folder(table, order), schema, parts)
+                out.path, layout.by_order(folder, order), schema, parts)
     (results["discounts"]
      | "Name order statistics" >> beam.Map(lambda record: (f"order-{record['order']}", record))
-     | "Write MKN order statistics" >> WriteRecords(out.join(MKN_ORDERS)))
+     | "Write MKN order statistics" >> WriteRecords(out.join(layout.MKN_ORDER_STATS)))
     (results["orphans"]
      | "Orphan records" >> beam.MapTuple(lambda order, n: (f"order-{order}", {"order": order, "orphans": n}))
-     | "Write MKN orphans" >> WriteRecords(out.join(MKN_ORPHANS)))
+     | "Write MKN orphans" >> WriteRecords(out.join(layout.MKN_ORPHANS)))
 
 
 def _discounts_table(records: list[dict]) -> pa.Table:
@@ -139,40 +135,39 @@ def _discounts_table(records: list[dict]) -> pa.Table:
         for r in records], schema=schemas.MKN_DISCOUNTS)
 
 
-def finish_mkn(out: OutputDir, settings: MknSettings) -> dict:
+def finish_mkn(out: OutputDir, settings: MknSettings) -> MknSection:
     """After the pipeline: empty parts for empty orders, discounts.parquet, the ARPA file; the manifest section."""
-    records = sorted(out.read_records(MKN_ORDERS), key=lambda r: r["order"])
-    orphans = {r["order"]: r["orphans"] for r in out.read_records(MKN_ORPHANS)}
+    records = sorted(out.read_records(layout.MKN_ORDER_STATS), key=lambda r: r["order"])
+    orphans = {r["order"]: r["orphans"] for r in out.read_records(layout.MKN_ORPHANS)}
     for order in range(1, settings.order + 1):
-        out.ensure_parquet(mkn_folder("ngrams", order), schemas.MKN_NGRAMS)
-        out.ensure_parquet(mkn_folder("contexts", order), schemas.MKN_CONTEXTS)
-    out.write_parquet(FileSystems.join("mkn", "discounts.parquet"), _discounts_table(records))
+        out.ensure_parquet(layout.by_order(layout.MKN_NGRAMS, order), schemas.MKN_NGRAMS)
+        out.ensure_parquet(layout.by_order(layout.MKN_CONTEXTS, order), schemas.MKN_CONTEXTS)
+    out.write_parquet(layout.MKN_DISCOUNTS, _discounts_table(records))
     orders = {}
     for r in records:
         orders[str(r["order"])] = {
-            "ngrams": out.parquet_rows(mkn_folder("ngrams", r["order"])),
+            "ngrams": out.parquet_rows(layout.by_order(layout.MKN_NGRAMS, r["order"])),
             **{k: v for k, v in r.items() if k not in ("order", "ngrams")},
             "orphans_dropped": orphans.get(r["order"], 0),
         }
     top = records[-1]
-    section = {
-        "status": "complete",
-        "order": settings.order,
-        "discount_fallback": None if settings.fallback is None else list(settings.fallback),
-        "fallback_used": any(r["discount_source"] == FALLBACK for r in records),
+    section = MknSection(
+        order=settings.order,
+        discount_fallback=None if settings.fallback is None else list(settings.fallback),
+        fallback_used=any(r["discount_source"] == FALLBACK for r in records),
         # Google's pruning shows as t1 = 0 at the highest order: no n-gram counted once.
-        "input_pruned": top["ngrams"] > 0 and top["count_of_counts"][0] == 0,
-        "vocabulary_size": records[0]["ngrams"] - 1,  # the unigrams but <s>, as KenLM's uniform 1/|V|
-        "orders": orders,
-        "arpa": settings.arpa,
-    }
+        input_pruned=top["ngrams"] > 0 and top["count_of_counts"][0] == 0,
+        vocabulary_size=records[0]["ngrams"] - 1,  # the unigrams but <s>, as KenLM's uniform 1/|V|
+        orders=orders,
+        arpa=settings.arpa,
+    )
     if settings.arpa:
-        write_arpa(out, section, settings.arpa)
+        write_arpa(out, section.to_json(), settings.arpa)
     return section
 
 
 def _model_files(out: OutputDir, order: int) -> list[str]:
-    return out.list_files(mkn_folder("ngrams", order), ".parquet")
+    return out.list_files(layout.by_order(layout.MKN_NGRAMS, order), ".parquet")
 
 
 def _entries(paths: list[str]):

@@ -7,8 +7,6 @@ dataset's build folder and published, with the manifest's "mkn" section, only
 when every MKN output is written. The import's own outputs are never touched.
 """
 
-import shlex
-import sys
 import time
 
 import apache_beam as beam
@@ -16,17 +14,17 @@ import apache_beam as beam
 from ngramflow.errors import RunFailed, UserError, marked_reason
 from ngramflow.pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
 from ngramflow.pipeline.options import ImportOptions
-from ngramflow.pipeline.output import MANIFEST, MKN_INCOMPLETE, DatasetDir, ngrams_folder
+from ngramflow.pipeline.output import DatasetDir
 from ngramflow.pipeline.run import pipeline_options
+from ngramflow.schemas import layout
+from ngramflow.schemas.manifest import input_bytes, with_mkn
 from ngramflow.transforms.mkn.discount import DiscountError
-
-#: Model rows per Parquet part file (a part is assembled by one worker).
-ROWS_PER_PART = 1 << 20
+from ngramflow.transforms.sizing import mkn_parts
 
 
 def read_manifest(out: DatasetDir) -> dict:
     if not out.is_complete():
-        raise UserError(f"{out.path} is not a complete ngramflow dataset (no {MANIFEST}); import into it first")
+        raise UserError(f"{out.path} is not a complete ngramflow dataset (no {layout.MANIFEST}); import into it first")
     return out.read_manifest()
 
 
@@ -40,7 +38,7 @@ def _check_orders(manifest: dict, order: int, path: str) -> list[int]:
 
 
 def _mark(out: DatasetDir, text: str) -> None:
-    out.write_text(MKN_INCOMPLETE, f"{text} ({time.strftime('%Y-%m-%d %H:%M:%S')})\n")
+    out.write_text(layout.MKN_INCOMPLETE, f"{text} ({time.strftime('%Y-%m-%d %H:%M:%S')})\n")
 
 
 def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int = 1,
@@ -61,8 +59,7 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, workers: i
                         "pass --overwrite to replace it")
     options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
     out.recover()
-    manifest.pop("mkn", None)
-    manifest = out.delete_listed(manifest, "mkn/")
+    manifest = out.delete_listed(with_mkn(manifest, None), f"{layout.MKN}/")
     build = out.start_build()
     _mark(out, f"ngramflow mkn running (order {settings.order}); mkn/ is not complete until the manifest "
                "has an \"mkn\" section")
@@ -71,12 +68,11 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, workers: i
         pipeline = beam.Pipeline(options=pipeline_options(options))
         tables = [
             pipeline
-            | f"List order-{order} files" >> beam.Create(out.list_files(ngrams_folder(order), ".parquet"))
+            | f"List order-{order} files" >> beam.Create(out.list_files(layout.ngrams_folder(order), ".parquet"))
             | f"Read order-{order} n-grams" >> beam.io.ReadAllFromParquetBatched(columns=["ngram", "match_count"])
             for order in orders
         ] | "All n-grams" >> beam.Flatten()
-        ngrams = sum(manifest["orders"][str(order)]["ngrams"] for order in orders)
-        build_mkn(tables, build, settings, parts=ngrams // ROWS_PER_PART + 1)
+        build_mkn(tables, build, settings, mkn_parts(input_bytes(manifest)))
         pipeline.run().wait_until_finish()
         section = finish_mkn(build, settings)
     except KeyboardInterrupt:
@@ -88,10 +84,7 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, workers: i
         if reason:
             raise RunFailed(reason) from None
         raise
-    section["wall_seconds"] = round(time.time() - started, 3)
-    section["command"] = " ".join(shlex.quote(a) for a in sys.argv)
-    manifest["mkn"] = section
-    return out.publish(manifest, replace=False)
+    return out.publish(with_mkn(manifest, section.with_run(round(time.time() - started, 3))), replace=False)
 
 
 def export_arpa(dataset: str, path: str, overwrite: bool = False) -> dict:

@@ -31,21 +31,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from ngramflow.query.dataset import parse_manifest
 from ngramflow.errors import UserError
-from ngramflow.schemas import INCOMPLETE, MANIFEST
-
-#: Where a run builds its dataset, and the marker that proves ngramflow made that folder.
-BUILD, BUILD_MARKER, JOURNAL = "_build", ".ngramflow-build", "_publish.json"
-#: Scratch records of a run (statistics for the manifest); never published.
-WORK = "_work"
-#: The marker of a running or failed ``ngramflow mkn`` stage.
-MKN_INCOMPLETE = f"mkn/{INCOMPLETE}"
-
-
-def ngrams_folder(order: int) -> str:
-    """The folder of one order's n-grams, relative to the dataset."""
-    return f"ngrams/order={order}"
+from ngramflow.schemas.layout import BUILD, BUILD_MARKER, INCOMPLETE, JOURNAL, MANIFEST, MKN_INCOMPLETE, WORK
+from ngramflow.schemas.manifest import parse_manifest
 
 
 def _is_local(path: str) -> bool:
@@ -91,9 +79,6 @@ class OutputDir:
 
     def join(self, *parts: str) -> str:
         return FileSystems.join(self.path, *parts)
-
-    def ngrams(self, order: int) -> str:
-        return self.join(ngrams_folder(order))
 
     def list_files(self, folder: str, suffix: str) -> list[str]:
         """The files directly in FOLDER whose names end with SUFFIX, sorted; none if it does not exist."""

@@ -18,12 +18,14 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import FILE_STATS, ORDER_STATS, build_import
+from ngramflow.pipeline.graph import build_import
 from ngramflow.pipeline.inputs import expand_inputs
 from ngramflow.pipeline.mkn import fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import DatasetDir, OutputDir
 from ngramflow.pipeline.progress import ProgressReporter
+from ngramflow.schemas import layout
+from ngramflow.schemas.manifest import ImportRecord, Manifest, OrderTotals, command_line
 from ngramflow.transforms.mkn.discount import DiscountError
 from ngramflow.transforms.read import InputFileError, merge_file_stats
 
@@ -161,45 +163,39 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     out = target.build
     started = time.time()
     runner_info = _run_resumable(opts, files, out, progress, flink)
-    file_stats = merge_file_stats([s for unit in out.read_records(FILE_STATS) for s in unit])
-    rows_read = sum(s["rows_read"] for s in file_stats)
-    rejected = sum(s["rows_rejected"] for s in file_stats)
+    record = ImportRecord(
+        inputs=merge_file_stats([s for unit in out.read_records(layout.FILE_STATS) for s in unit]),
+        totalcounts_inputs=[p for p, _ in totalcounts_files],
+        duplicate_inputs=[{"path": name, "same_as": path} for name, path in inputs.duplicates],
+        versions={"ngramflow": __version__, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
+                  "python": platform.python_version()},
+    )
+    rows_read, rejected = record.rows_read, record.rows_rejected
     if rows_read and rejected / rows_read > opts.max_reject_rate:
         raise RunFailed(f"{rejected} of {rows_read} rows ({rejected / rows_read:.2%}) were malformed, more than "
-                        f"--max-reject-rate {opts.max_reject_rate:.2%}; see {out.join('rejects')}")
+                        f"--max-reject-rate {opts.max_reject_rate:.2%}; see {out.join(layout.REJECTS)}")
     if totalcounts is not None:
-        out.write_parquet("totalcounts.parquet", totalcounts)
-    out.ensure_parquet("vocabulary", schemas.VOCABULARY)
-    out.ensure_parquet("rejects", schemas.REJECTS)
-    orders = {str(s["order"]): {k: s[k] for k in ("ngrams", "match_count", "volume_count")}
-              for s in sorted(out.read_records(ORDER_STATS), key=lambda s: s["order"])}
-    manifest = {
-        "status": "complete",
-        "schema_version": schemas.SCHEMA_VERSION,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "wall_seconds": round(time.time() - started, 3),
-        "command": " ".join(shlex.quote(a) for a in sys.argv),
-        "options": opts.recorded(),
-        "inputs": file_stats,
-        "totalcounts_inputs": [p for p, _ in totalcounts_files],
-        "duplicate_inputs": [{"path": name, "same_as": path} for name, path in inputs.duplicates],
-        "totalcounts_years": 0 if totalcounts is None else totalcounts.num_rows,
-        "rows_read": rows_read,
-        "rows_rejected": rejected,
-        "files_skipped": sum(s["status"] == "skipped" for s in file_stats),
-        "orders": orders,
-        "vocabulary_tokens": out.parquet_rows("vocabulary"),
-        "versions": {"ngramflow": __version__, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
-                     "python": platform.python_version()},
-    }
-    if opts.mkn:
-        if str(opts.mkn.order) not in orders:
-            raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
-                            f"again with an order it has ({', '.join(orders) or 'none'})")
-        manifest["mkn"] = finish_mkn(out, opts.mkn)
-    if runner_info is not None:
-        manifest["flink"] = runner_info.recorded()
-    return target.publish(manifest)
+        out.write_parquet(layout.TOTALCOUNTS, totalcounts)
+    out.ensure_parquet(layout.VOCABULARY, schemas.VOCABULARY)
+    out.ensure_parquet(layout.REJECTS, schemas.REJECTS)
+    orders = {s["order"]: OrderTotals(s["ngrams"], s["match_count"], s["volume_count"])
+              for s in out.read_records(layout.ORDER_STATS)}
+    wall_seconds = round(time.time() - started, 3)
+    if opts.mkn and opts.mkn.order not in orders:
+        raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
+                        f"again with an order it has ({', '.join(map(str, sorted(orders))) or 'none'})")
+    manifest = Manifest(
+        command=command_line(),
+        options=opts.recorded(),
+        orders=orders,
+        totalcounts_years=0 if totalcounts is None else totalcounts.num_rows,
+        vocabulary_tokens=out.parquet_rows(layout.VOCABULARY),
+        run=record,
+        wall_seconds=wall_seconds,
+        mkn=finish_mkn(out, opts.mkn) if opts.mkn else None,
+        flink=None if runner_info is None else runner_info.recorded(),
+    )
+    return target.publish(manifest.to_json())
 
 
 def summary_row(label: str, value: str) -> str:

@@ -13,7 +13,6 @@ Nothing here imports Beam: a query's process starts in a fraction of a second.
 
 import functools
 import glob
-import json
 import os
 
 import duckdb
@@ -21,57 +20,12 @@ import pyarrow as pa
 
 from ngramflow import schemas
 from ngramflow.errors import UserError
-from ngramflow.schemas import INCOMPLETE, MANIFEST
+from ngramflow.schemas import layout
+from ngramflow.schemas.manifest import parse_manifest
 
 
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-#: JSON's names for the Python types json.load returns.
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number",
-               bool: "true or false", type(None): "null"}
-
-
-def _field(section: dict, key: str, kind: type, where: str = ""):
-    """``section[key]`` if it is a JSON value of ``kind``; ValueError naming the field otherwise."""
-    if key not in section:
-        raise ValueError(f'"{where}{key}" is missing')
-    value = section[key]
-    if type(value) is not kind:  # exactly: JSON's true is not an integer, though Python's bool is an int
-        raise ValueError(f'"{where}{key}" should be {_JSON_TYPES[kind]}, not {_JSON_TYPES[type(value)]}')
-    return value
-
-
-def check_manifest(manifest) -> None:
-    """Raise ValueError unless the fields a query reads have the types the import writes."""
-    if type(manifest) is not dict:
-        raise ValueError(f"it should be a JSON object, not {_JSON_TYPES[type(manifest)]}")
-    _field(manifest, "schema_version", int)
-    orders = _field(manifest, "orders", dict)
-    for order in orders:
-        if order not in {str(n) for n in range(1, schemas.MAX_ORDER + 1)}:
-            raise ValueError(f'"orders" has an entry "{order}", which is not an n-gram order')
-        _field(_field(orders, order, dict, "orders."), "ngrams", int, f"orders.{order}.")
-    options = _field(manifest, "options", dict)
-    for flag in ("keep_years", "lowercase"):
-        if flag in options:
-            _field(options, flag, bool, "options.")
-    if manifest.get("mkn") is not None:
-        _field(_field(manifest, "mkn", dict), "order", int, "mkn.")
-
-
-def parse_manifest(data: bytes, dataset: str) -> dict:
-    """The manifest of DATASET from its bytes, checked; a UserError says what is wrong with it."""
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-        check_manifest(manifest)
-    except ValueError as err:  # also what a file that is not JSON or not UTF-8 raises
-        raise UserError(f"{os.path.join(dataset, MANIFEST)} is not a valid ngramflow manifest: {err}") from None
-    if manifest["schema_version"] > schemas.SCHEMA_VERSION:
-        raise UserError(f"{dataset} was written by a newer ngramflow (schema version "
-                        f"{manifest['schema_version']}); upgrade ngramflow to read it")
-    return manifest
 
 
 def _read_parquet(files: list[str], partitioned: bool) -> str:
@@ -107,12 +61,12 @@ class Dataset:
             raise UserError(f"{path} does not exist")
         if not os.path.isdir(path):
             raise UserError(f"{path} is a file, not an ngramflow output directory")
-        if not os.path.exists(os.path.join(path, MANIFEST)):
-            marker = os.path.join(path, INCOMPLETE)
+        if not os.path.exists(os.path.join(path, layout.MANIFEST)):
+            marker = os.path.join(path, layout.INCOMPLETE)
             if os.path.exists(marker):
                 raise UserError(f"{path} is an incomplete dataset ({_first_line(marker)}); run the import again")
-            raise UserError(f"{path} is not an ngramflow output directory (it has no {MANIFEST})")
-        with open(os.path.join(path, MANIFEST), "rb") as fh:
+            raise UserError(f"{path} is not an ngramflow output directory (it has no {layout.MANIFEST})")
+        with open(os.path.join(path, layout.MANIFEST), "rb") as fh:
             return parse_manifest(fh.read(), path)
 
     def file(self, *parts: str) -> str:
@@ -133,7 +87,7 @@ class Dataset:
 
     @functools.cached_property
     def has_totalcounts(self) -> bool:
-        return os.path.exists(self.file("totalcounts.parquet"))
+        return os.path.exists(self.file(layout.TOTALCOUNTS))
 
     @property
     def model_order(self) -> int | None:
@@ -151,7 +105,7 @@ class Dataset:
 
     def require_model(self) -> int:
         if self.model_order is None:
-            marker = self.file("mkn", INCOMPLETE)
+            marker = self.file(layout.MKN_INCOMPLETE)
             state = f"its MKN model is incomplete ({_first_line(marker)})" if os.path.exists(marker) \
                 else "it has no MKN model"
             raise UserError(f"cannot score with {self.path}: {state}; build one with "
@@ -162,7 +116,7 @@ class Dataset:
         """The n-grams of one order as a table expression that reads only ngrams/order=N/ (None: no such order)."""
         if order not in self.orders:
             return None
-        return _read_parquet(self._files(f"ngrams/order={order}/*.parquet"), partitioned=False)
+        return _read_parquet(self._files(layout.parts(layout.ngrams_folder(order))), partitioned=False)
 
     def _files(self, pattern: str) -> list[str]:
         """The dataset's files that match ``pattern``, listed here so that only the dataset's own directory is
@@ -173,16 +127,16 @@ class Dataset:
     def _outputs(self) -> dict[str, tuple[str, pa.Schema, bool]]:
         """View name -> (the glob of its files, its schema, whether it is partitioned in order=N folders)."""
         outputs = {
-            "ngrams": ("ngrams/*/*.parquet", schemas.ngrams_schema(self.keep_years), True),
-            "vocabulary": ("vocabulary/*.parquet", schemas.VOCABULARY, False),
-            "rejects": ("rejects/*.parquet", schemas.REJECTS, False),
+            "ngrams": (layout.parts_of_every_order(layout.NGRAMS), schemas.ngrams_schema(self.keep_years), True),
+            "vocabulary": (layout.parts(layout.VOCABULARY), schemas.VOCABULARY, False),
+            "rejects": (layout.parts(layout.REJECTS), schemas.REJECTS, False),
         }
         if self.has_totalcounts:
-            outputs["totalcounts"] = ("totalcounts.parquet", schemas.TOTALCOUNTS, False)
+            outputs["totalcounts"] = (layout.TOTALCOUNTS, schemas.TOTALCOUNTS, False)
         if self.model_order is not None:
-            outputs["mkn_ngrams"] = ("mkn/ngrams/*/*.parquet", schemas.MKN_NGRAMS, True)
-            outputs["mkn_contexts"] = ("mkn/contexts/*/*.parquet", schemas.MKN_CONTEXTS, True)
-            outputs["mkn_discounts"] = ("mkn/discounts.parquet", schemas.MKN_DISCOUNTS, False)
+            outputs["mkn_ngrams"] = (layout.parts_of_every_order(layout.MKN_NGRAMS), schemas.MKN_NGRAMS, True)
+            outputs["mkn_contexts"] = (layout.parts_of_every_order(layout.MKN_CONTEXTS), schemas.MKN_CONTEXTS, True)
+            outputs["mkn_discounts"] = (layout.MKN_DISCOUNTS, schemas.MKN_DISCOUNTS, False)
         return outputs
 
     def table(self, name: str) -> str:

@@ -1,26 +1,12 @@
 """Output schemas of an ngramflow dataset: the single source of truth.
 
-Every writer and every test takes its columns from here. A dataset directory
-looks like this (see README.md, "Output layout"):
-
-    _manifest.json             written last; its presence means "complete"
-    ngrams/order=N/*.parquet   NGRAMS (or NGRAMS_WITH_YEARS with --keep-years)
-    vocabulary/*.parquet       VOCABULARY
-    rejects/*.parquet          REJECTS
-    totalcounts.parquet        TOTALCOUNTS (when per-year totals were given)
-    mkn/ngrams/order=N/        MKN_NGRAMS   (with --mkn-order or `ngramflow mkn`)
-    mkn/contexts/order=N/      MKN_CONTEXTS
-    mkn/discounts.parquet      MKN_DISCOUNTS
+Every writer and every test takes its columns from here; where each table lives
+is in schemas/layout.py, and the manifest that describes a dataset in
+schemas/manifest.py.
 """
 
 import pyarrow as pa
-
-#: Bumped whenever a column is added, removed or changes meaning.
-SCHEMA_VERSION = 1
-
-#: The completion marker (written last) and the marker of a run that has not completed, in the
-#: dataset directory and, for the MKN stage, in mkn/.
-MANIFEST, INCOMPLETE = "_manifest.json", "_INCOMPLETE"
+import pyarrow.compute as pc
 
 #: Years a row may carry; anything outside is rejected as malformed.
 YEAR_MIN = 1400
@@ -85,6 +71,14 @@ TOTALCOUNTS = pa.schema(
         pa.field("volume_count", pa.int64(), nullable=False),
     ]
 )
+
+
+def order_of(ngram):
+    """The order of an n-gram as stored (tokens joined by single spaces): an int for a str,
+    an int32 array for an Arrow string array."""
+    if isinstance(ngram, str):
+        return ngram.count(" ") + 1
+    return pc.add(pc.count_substring(ngram, " "), 1)
 
 
 def ngrams_schema(keep_years: bool) -> pa.Schema:

@@ -13,9 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import columnar
-
-#: Buffered run rows after which a combiner accumulator is compacted.
-COMPACT_ROWS = 1 << 20
+from ngramflow.transforms.sizing import COMPACT_ROWS
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

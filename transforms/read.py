@@ -28,13 +28,10 @@ from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.collapse import collapse
 from ngramflow.transforms.parse import parse_chunk
 from ngramflow.transforms.policy import RowPolicy
+from ngramflow.transforms.sizing import CHUNK_BYTES, EMIT_RUNS, EXPANSION
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
-#: Decompressed bytes parsed at once: large enough for Arrow to run at full speed,
-#: small enough to keep a worker's memory flat.
-CHUNK_BYTES = 8 << 20
-
 
 class InputFileError(RuntimeError):
     """A whole input file is unusable: corrupt gzip, unreadable, unknown format.
@@ -246,9 +243,6 @@ class _OpenReaders:
 
 
 _OPEN_READERS = _OpenReaders()
-#: How much decompressed text a byte of gzipped n-gram rows holds, roughly: it
-#: sets how many slices a file is planned in (the last slice reads to the end).
-EXPANSION = 6
 
 
 def file_id(path: str) -> str:
@@ -301,7 +295,6 @@ class ReadNgramFile(beam.DoFn):
 
     REJECTS = "rejects"
     FILE_STATS = "file_stats"
-    EMIT_RUNS = 1 << 18
 
     def __init__(self, settings: ReadSettings):
         self.settings = settings
@@ -327,7 +320,7 @@ class ReadNgramFile(beam.DoFn):
                         continue
                     buffered.append(output)
                     buffered_rows += output.num_rows
-                    if buffered_rows >= self.EMIT_RUNS:
+                    if buffered_rows >= EMIT_RUNS:
                         yield pa.concat_tables(buffered)
                         buffered, buffered_rows = [], 0
             except _CORRUPT_ERRORS as err:

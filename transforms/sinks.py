@@ -18,10 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-#: Rows per Parquet row group. Files are sorted by n-gram, so DuckDB prunes row groups by their
-#: min/max statistics: a point look-up reads one row group per part file of its order, and 32k
-#: rows read 3.5x fewer bytes than 128k at no measured cost to full scans (BENCHMARKS.md, "Query").
-ROW_GROUP_ROWS = 32 * 1024
+from ngramflow.transforms import sizing
 
 
 def write_then_rename(path: str, write) -> str:
@@ -38,7 +35,7 @@ def write_then_rename(path: str, write) -> str:
 
 def write_named_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str:
     def write(fh):
-        pq.write_table(table.cast(schema), fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+        pq.write_table(table.cast(schema), fh, compression="zstd", row_group_size=sizing.ROW_GROUP_ROWS)
 
     return write_then_rename(FileSystems.join(root, f"{name}.parquet"), write)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ngramflow.schemas import ngrams_schema
+from ngramflow.schemas import layout, ngrams_schema, order_of
 from ngramflow.transforms import checked, columnar
 from ngramflow.transforms.merge import SumRunTables
 from ngramflow.transforms.shards import SplitByShard
@@ -26,7 +26,7 @@ def to_ngram_table(totals: pa.Table) -> pa.Table:
     first, last, years = columnar.mask_stats(totals["years"])
     columns = [
         totals["ngram"],
-        pc.add(pc.count_substring(totals["ngram"], " "), 1).cast(pa.int8()),
+        order_of(totals["ngram"]).cast(pa.int8()),
         totals["match"],
         totals["volume"],
         pa.array(first),
@@ -87,7 +87,7 @@ def order_record(order: int, totals: tuple) -> tuple:
 def files_by_order(shard: int, ngrams: pa.Table):
     """(output name, rows) for each order present in one shard's table."""
     for order in pc.unique(ngrams["order"]).to_pylist():
-        yield f"ngrams/order={order}/part-{shard:05d}", ngrams.filter(pc.equal(ngrams["order"], order))
+        yield layout.part(layout.ngrams_folder(order), shard), ngrams.filter(pc.equal(ngrams["order"], order))
 
 
 class SummarizeOrders(beam.PTransform):

@@ -25,15 +25,13 @@ import pyarrow.compute as pc
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
 from ngramflow.transforms.shards import SplitByShard, split_by_key
+from ngramflow.transforms.sizing import MAX_TOKEN_SHARDS, PART_TOKENS
 
 _TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 # Counts below EXACT_COUNTS get a range per count value, split by token prefix;
 # larger counts share ranges of 1/16 of a power of two (few tokens have them).
 _EXACT_COUNTS = 1024
 _COUNT_CLASSES = _EXACT_COUNTS + 16 * 64
-#: Tokens numbered together in one worker, and written to one file.
-PART_TOKENS = 1 << 20
-MAX_TOKEN_SHARDS = 64
 
 
 def distinct_tokens(ngrams: pa.Table) -> pa.Table:
@@ -141,7 +139,6 @@ class BuildVocabulary(beam.PTransform):
 
     def __init__(self, shards: int):
         super().__init__()
-        # Every token shard receives a copy of the numbering plan: keep them few.
         self.shards = min(shards, MAX_TOKEN_SHARDS)
 
     def expand(self, ngram_tables):

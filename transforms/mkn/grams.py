@@ -1,13 +1,9 @@
 """N-gram strings as the dataset stores them: tokens joined by single spaces."""
 
-from ngramflow.schemas import END, START, UNK
+from ngramflow.schemas import END, START, UNK, order_of  # noqa: F401 (order_of: with the other n-gram helpers)
 
 #: Tokens that end an n-gram which never gets a backoff (KenLM: nothing follows </s>, <unk> is unseen).
 NO_BACKOFF_LAST = (END, UNK)
-
-
-def order_of(ngram: str) -> int:
-    return ngram.count(" ") + 1
 
 
 def context_of(ngram: str) -> str:

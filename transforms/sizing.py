@@ -1,0 +1,83 @@
+"""How big each piece of work is: every sizing knob of a run, with the measurement or reason that set it.
+
+Measurements are in BENCHMARKS.md (2-core machine, 24 GiB); a knob without one
+says what it trades.
+"""
+
+# The read stage.
+
+#: Decompressed bytes parsed at once: large enough for Arrow's CSV reader to run at full speed,
+#: small enough to keep a worker's memory flat. Measured: reading a 27 MB and a 108 MB gzip file
+#: peaks at 313 and 333 MiB (BENCHMARKS.md, "Per-file read stage alone").
+CHUNK_BYTES = 8 << 20
+
+#: Run rows a worker buffers from consecutive small files before emitting one table, so that small
+#: files do not each cost an element downstream.
+EMIT_RUNS = 1 << 18
+
+
+def work_unit_bytes(input_bytes: int) -> int:
+    """Compressed bytes of small files read as one element: about 16 units per run, to keep every
+    worker busy, but no unit under 1 MiB (per-element overhead) or over 64 MiB (one worker's share)."""
+    return max(1 << 20, min(64 << 20, input_bytes // 16))
+
+
+#: Decompressed text per --slice-size of a checkpointed Flink import: 64 MiB slices let a checkpoint
+#: complete every 2 s (0.3-0.7 s each) while a 108 MB file is read, where the whole file held one
+#: for 9 s; 64 KiB slices cost 13.2 s instead of 9.6 s on the test corpus (BENCHMARKS.md, "Slices
+#: and checkpoint waits").
+DEFAULT_SLICE_SIZE = "64m"
+
+#: Decompressed text per byte of gzipped n-gram rows, roughly: it sets how many slices a file is
+#: planned in (the last slice reads to the end, so an underestimate costs nothing but balance).
+EXPANSION = 6
+
+# Totalling n-grams.
+
+#: Compressed input bytes per shard of the aggregation: a shard's distinct n-grams must fit in one
+#: worker's memory when they are merged, and a shard's partial table must fit one record of
+#: Flink's batch sort buffer (32 MiB shards failed there with "Record too large" on a 108 MB corpus).
+BYTES_PER_SHARD = 8 << 20
+#: At least two shards, so that two workers share even a small input; at most 4096, a bound on the
+#: files per order folder (one per shard).
+MIN_SHARDS, MAX_SHARDS = 2, 4096
+
+
+def shard_count(input_bytes: int) -> int:
+    return max(MIN_SHARDS, min(MAX_SHARDS, input_bytes // BYTES_PER_SHARD + 1))
+
+
+#: Buffered run rows after which a combiner's accumulator is merged, so that its memory follows the
+#: number of distinct n-grams rather than the number of runs it has seen.
+COMPACT_ROWS = 1 << 20
+
+# The vocabulary.
+
+#: Tokens numbered together in one worker, and written to one file.
+PART_TOKENS = 1 << 20
+#: Every token shard receives a copy of the numbering plan: keep them few.
+MAX_TOKEN_SHARDS = 64
+
+# Writing.
+
+#: Rows per Parquet row group. Files are sorted by n-gram, so DuckDB prunes row groups by their
+#: min/max statistics: a point look-up reads one row group per part file of its order, and 32k
+#: rows read 3.5x fewer bytes than 128k at no measured cost to full scans (BENCHMARKS.md, "Query").
+#: The writer reads it at each write: ``benchmarks.lookup_dataset --row-group-rows`` sets others to measure.
+ROW_GROUP_ROWS = 32 * 1024
+
+# The MKN stage.
+
+
+def mkn_parts(input_bytes: int) -> int:
+    """Part files per order of the MKN model (each assembled by one worker) for an import of
+    INPUT_BYTES compressed bytes: as many as its shards. The model has about one row per n-gram
+    of its orders, spread evenly over the parts, so a part holds no more than a shard, which is
+    sized to fit one worker; an import with --mkn-order and ``ngramflow mkn`` on its dataset
+    write the same files."""
+    return shard_count(input_bytes)
+
+
+#: Model rows read at once while the ARPA file is written: memory stays flat (the 1.45M-n-gram
+#: model of BENCHMARKS.md, "Time of the stage", is written in 2.8 s).
+ARPA_BATCH_ROWS = 64 * 1024
