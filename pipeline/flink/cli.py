@@ -6,7 +6,7 @@ import sys
 
 from ngramflow.pipeline.flink import provision
 from ngramflow.pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
-from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY
 
 
 def _log(message: str) -> None:
