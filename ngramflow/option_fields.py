@@ -116,8 +116,10 @@ def groups(cls_or_obj) -> list:
 
 
 def flag_of(f) -> str:
-    """How messages name the option: its long flag, or a positional argument's metavar."""
+    """How messages name the option: its long flag, a positional argument's metavar, or else its field name."""
     meta = f.metadata["option"]
+    if not meta["cli"]:
+        return f.name
     if meta["flags"] is None:
         return "--" + f.name.replace("_", "-")
     return meta["flags"][-1] if meta["flags"] else meta["metavar"]
