@@ -1,10 +1,10 @@
 """One import on Flink: configuration, job server and worker for the run, and what it leaves behind.
 
 ``flink_run(flink, parallelism, ...)`` yields the Beam pipeline arguments that
-send the pipeline to Flink, and tears everything down afterwards. It sees the
-Flink options (FlinkOptions) only, never the import's own. Checkpointed runs write their
-checkpoints under CHECKPOINT_DIR/RUN_ID/; a failed run points the user at the
-newest retained one (``--resume-from``), a successful run deletes them.
+send the pipeline to Flink, and tears everything down afterwards; of the
+import's options it sees the Flink group (FlinkOptions) only. Checkpointed runs
+write their checkpoints under CHECKPOINT_DIR/RUN_ID/; a failed run points the
+user at the newest retained one (``--resume-from``), a successful run deletes them.
 """
 
 import contextlib
