@@ -10,14 +10,14 @@ import signal
 import sys
 import threading
 
+from ngramflow import option_fields
 from ngramflow.corpus.cli import add_corpus_commands
 from ngramflow.corpus.cli import run as run_corpus_command
-from ngramflow.pipeline.flink.cli import add_flink_commands
 from ngramflow.errors import RunFailed, UserError
-from ngramflow.pipeline.options import (DEFAULT_CACHE, DEFAULT_CHECKPOINT_DIR, DEFAULT_SLICE_SIZE, DEFAULT_TASKMANAGER_MEMORY,
-                              FLINK_MODES, RUNNERS)
+from ngramflow.option_fields import typed
+from ngramflow.pipeline.flink.cli import add_flink_commands
+from ngramflow.pipeline.options import ImportOptions
 from ngramflow.query.cli import add_query_command
-from ngramflow.transforms.formats import INPUT_FORMATS
 
 EPILOG = "Options for Beam itself (e.g. --direct_running_mode) go after a lone '--'."
 
@@ -38,64 +38,10 @@ def _add_import(sub):
         epilog=EPILOG,
         formatter_class=_Formatter,
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="n-gram files, directories (searched for *.gz) or glob patterns; gs:// and s3:// "
-                        "paths when Beam's extra for them is installed; http(s) URLs and corpus: specs "
-                        "(see 'ngramflow corpus --help') are downloaded into --cache first")
-    p.add_argument("-o", "--output", required=True, help="dataset directory to create")
-    p.add_argument("--cache", default=DEFAULT_CACHE, metavar="DIR",
-                   help="where downloaded files are kept; verified files are not fetched again "
-                        "(environment: NGRAMFLOW_CACHE)")
-    p.add_argument("--format", choices=INPUT_FORMATS, default=None,
-                   help="force one input format instead of detecting it per file (default: detect)")
-    p.add_argument("--year-min", type=int, default=None, help="drop year rows before this year (inclusive bound)")
-    p.add_argument("--year-max", type=int, default=None, help="drop year rows after this year (inclusive bound)")
-    p.add_argument("--min-count", type=int, default=1,
-                   help="keep n-grams whose total match count over the kept years is at least this "
-                        "(Google published only n-grams with a corpus total >= 40)")
-    p.add_argument("--pos", choices=("drop", "keep"), default="drop",
-                   help="POS-tagged n-grams (word_NOUN, _NOUN_): drop them (untagged rows already include "
-                        "their occurrences) or keep them as n-grams of their own")
-    p.add_argument("--lowercase", action="store_true", help="fold case: sum case variants into one n-gram")
-    p.add_argument("--keep-years", action="store_true",
-                   help="also keep each n-gram's per-year (year, match, volume) series")
-    p.add_argument("--on-corrupt-file", choices=("fail", "skip"), default="fail",
-                   help="a truncated or corrupt gzip fails the run, or is skipped whole and recorded "
-                        "in the manifest (skip verifies each file before reading it)")
-    p.add_argument("--max-reject-rate", type=float, default=0.01,
-                   help="fail the run when more than this fraction of rows is malformed")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing complete dataset in --output")
-    p.add_argument("--workers", type=int, default=1,
-                   help="parallel worker processes of the embedded runner; on Flink, the job's parallelism")
-    flink = p.add_argument_group("Flink", "Run on Apache Flink (see 'Running on Flink' in the README). "
-                                 "The job server is started and stopped for the run.")
-    flink.add_argument("--runner", choices=RUNNERS, default="direct",
-                       help="direct: Beam's embedded runner; flink: Apache Flink")
-    flink.add_argument("--flink-master", default="[local]", metavar="[local]|HOST:PORT",
-                       help="[local]: a Flink cluster inside the job server; HOST:PORT: the REST endpoint of a "
-                            "running cluster (e.g. from 'ngramflow flink up')")
-    flink.add_argument("--mode", choices=FLINK_MODES, default="batch",
-                       help="batch: Flink's batch execution, shuffles spill through managed memory; "
-                            "checkpointed: streaming execution, counts in RocksDB state, periodic checkpoints")
-    flink.add_argument("--checkpoint-interval", type=float, default=10.0, metavar="SECONDS",
-                       help="checkpointed mode: time between checkpoints")
-    flink.add_argument("--checkpoint-dir", default=DEFAULT_CHECKPOINT_DIR, metavar="DIR",
-                       help="checkpointed mode: where checkpoints are kept (one folder per run; must be "
-                            "shared storage for a remote cluster); environment: NGRAMFLOW_CHECKPOINT_DIR")
-    flink.add_argument("--resume-from", metavar="CHECKPOINT",
-                       help="checkpointed mode: continue an interrupted import (same inputs, options and "
-                            "--output) from a retained checkpoint: a chk-N folder or a run's checkpoint folder")
-    flink.add_argument("--slice-size", metavar="SIZE",
-                       help=f"checkpointed mode: files are read in slices of about this much decompressed text "
-                            f"(default {DEFAULT_SLICE_SIZE}), so a checkpoint waits for the slices being read, "
-                            f"never for whole files; not with --on-corrupt-file skip, which reads files whole"
-                            "%(default).0s")
-    flink.add_argument("--taskmanager-memory", metavar="SIZE",
-                       help=f"[local]: the bound of the embedded cluster's memory (default "
-                            f"{DEFAULT_TASKMANAGER_MEMORY}); a cluster's TaskManagers are sized by 'flink up'")
+    option_fields.add_arguments(p, ImportOptions)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
-    p.add_argument("--mkn-order", type=int, default=None, metavar="N",
+    p.add_argument("--mkn-order", type=typed(int, "--mkn-order"), default=None, metavar="N",
                    help="also estimate an order-N Modified Kneser-Ney model in the same job (see 'ngramflow mkn')")
     _add_mkn_options(p)
     p.set_defaults(handler=_import)
@@ -118,20 +64,10 @@ def _mkn_settings(args, order):
 def _import(args) -> int:
     # Beam logs a failing DoFn's stack trace itself; we report the cause in one line.
     logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
-    from ngramflow.pipeline.options import ImportOptions
     from ngramflow.pipeline.run import run_import, summary
 
-    opts = ImportOptions(
-        inputs=args.inputs, output=args.output, format=args.format, year_min=args.year_min,
-        year_max=args.year_max, min_count=args.min_count, pos=args.pos, lowercase=args.lowercase,
-        keep_years=args.keep_years, on_corrupt_file=args.on_corrupt_file,
-        max_reject_rate=args.max_reject_rate, overwrite=args.overwrite, workers=args.workers,
-        cache=args.cache, runner=args.runner, flink_master=args.flink_master, mode=args.mode,
-        checkpoint_interval=args.checkpoint_interval, checkpoint_dir=args.checkpoint_dir,
-        resume_from=args.resume_from, slice_size=args.slice_size, taskmanager_memory=args.taskmanager_memory,
-        beam_args=args.beam_args,
-        mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order),
-    )
+    opts = option_fields.from_args(ImportOptions, args, beam_args=args.beam_args,
+                                   mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order))
     result = run_import(opts, progress=not args.quiet)
     if result.note and not args.quiet:
         print(f"note: {result.note}", file=sys.stderr)
@@ -154,10 +90,11 @@ def _add_mkn(sub):
         formatter_class=_Formatter,
     )
     p.add_argument("dataset", metavar="DIR", help="a complete dataset written by 'ngramflow import'")
-    p.add_argument("--order", type=int, required=True, metavar="N", help="the model's order")
+    p.add_argument("--order", type=typed(int, "--order"), required=True, metavar="N", help="the model's order")
     _add_mkn_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing MKN model (and ARPA file)")
-    p.add_argument("--workers", type=int, default=1, help="parallel worker processes of the embedded runner")
+    p.add_argument("--workers", type=typed(int, "--workers"), default=1,
+                   help="parallel worker processes of the embedded runner")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
     p.set_defaults(handler=_mkn)
@@ -241,12 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         split = argv.index("--")
         argv, beam_args = argv[:split], argv[split + 1:]
-    args = build_parser().parse_args(argv)
-    args.beam_args = beam_args
     # A terminated run cleans up like an interrupted one: output marked incomplete, child JVMs stopped.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
     try:
+        # Inside the try: a value of the wrong type is a UserError line, raised while the arguments are parsed.
+        args = build_parser().parse_args(argv)
+        args.beam_args = beam_args
         return args.handler(args)
     except UserError as err:
         print(f"ngramflow: error: {err}", file=sys.stderr)

@@ -44,20 +44,21 @@ def _mark(out: DatasetDir, text: str) -> None:
 def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int = 1,
             beam_args: list[str] | None = None) -> dict:
     """Estimate the model from the dataset's n-grams; returns the updated manifest."""
+    # The options first: a mistake in them is reported before the dataset is looked at or locked.
+    settings.validate(overwrite)
+    options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
     out = DatasetDir(dataset)
     with out.lock():
-        return _run_mkn(out, settings, overwrite, workers, beam_args)
+        return _run_mkn(out, settings, overwrite, options)
 
 
-def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, workers: int, beam_args) -> dict:
+def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, options: ImportOptions) -> dict:
     dataset = out.path
     manifest = read_manifest(out)
-    settings.validate(overwrite)
     orders = _check_orders(manifest, settings.order, dataset)
     if "mkn" in manifest and not overwrite:
         raise UserError(f"{dataset} already has an order-{manifest['mkn']['order']} MKN model; "
                         "pass --overwrite to replace it")
-    options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
     out.recover()
     manifest = out.delete_listed(with_mkn(manifest, None), f"{layout.MKN}/")
     build = out.start_build()

@@ -47,12 +47,20 @@ def pipeline_options(opts) -> PipelineOptions:
     return PipelineOptions(direct_runner_args(opts) + opts.beam_args)
 
 
-def _flink_submission(opts: ImportOptions, files) -> tuple[dict, str | None]:
-    """(run identity, checkpoint to resume from) of a Flink import; a checkpoint of another import is refused."""
-    from ngramflow.pipeline.flink.session import check_resumable, resume_point, run_identity
+def _resume_point(opts: ImportOptions) -> str | None:
+    """The checkpoint ``--resume-from`` names, found before anything is downloaded or read."""
+    if not opts.flink.resume_from:
+        return None
+    from ngramflow.pipeline.flink.session import resume_point
 
-    identity = run_identity(opts, files)
-    resume = resume_point(opts.resume_from) if opts.resume_from else None
+    return resume_point(opts.flink.resume_from)
+
+
+def _flink_submission(opts: ImportOptions, files, resume: str | None) -> tuple[dict, str | None]:
+    """(run identity, checkpoint to resume from) of a Flink import; a checkpoint of another import is refused."""
+    from ngramflow.pipeline.flink.session import check_resumable, run_identity
+
+    identity = run_identity(opts.resume_identity(), files, opts.output)
     if resume:
         check_resumable(resume, identity)
     return identity, resume
@@ -64,7 +72,7 @@ def _runner(opts: ImportOptions, flink: tuple | None):
     if opts.runner == "flink":
         from ngramflow.pipeline.flink.session import flink_run
 
-        with flink_run(opts, *flink) as (args, info):
+        with flink_run(opts.flink, opts.workers, *flink) as (args, info):
             yield args, info
     else:
         yield direct_runner_args(opts), None
@@ -92,7 +100,7 @@ RESUME_ATTEMPTS = 10
 
 
 def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
-    if not opts.resume_from:
+    if not opts.flink.resume_from:
         return _run_pipeline(opts, files, out, progress, flink)
     from ngramflow.pipeline.flink.session import CheckpointNotMapped
 
@@ -131,15 +139,16 @@ def _failure_reason(err: Exception, output: str) -> str | None:
 
 def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     opts.validate()
+    resume = _resume_point(opts)
     inputs = expand_inputs(_local_inputs(opts))
     for name, path in inputs.duplicates:
         print(f"ngramflow: note: {name} is the same file as {path}; reading it once", file=sys.stderr)
     totalcounts = _totalcounts([p for p, _ in inputs.totalcounts])
-    flink = _flink_submission(opts, inputs.ngram_files) if opts.runner == "flink" else None
+    flink = _flink_submission(opts, inputs.ngram_files, resume) if opts.runner == "flink" else None
     target = DatasetDir(opts.output)
     with target.lock():
         note = target.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
-                              resume=opts.resume_from is not None)
+                              resume=resume is not None)
         try:
             manifest = _import(opts, inputs, totalcounts, flink, target, progress)
         except KeyboardInterrupt:

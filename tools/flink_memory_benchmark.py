@@ -25,7 +25,7 @@ sys.path.insert(0, PROJECT)
 from ngramflow.corpus.synthetic import generate  # noqa: E402
 from ngramflow.pipeline.flink import jvm, rest  # noqa: E402
 from ngramflow.pipeline.flink.cluster import SessionCluster  # noqa: E402
-from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
+from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
 
 
 def mib(n) -> str:

@@ -4,9 +4,10 @@ import argparse
 import json
 import sys
 
+from ngramflow.option_fields import typed
 from ngramflow.pipeline.flink import provision
 from ngramflow.pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
-from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY
 
 
 def _log(message: str) -> None:
@@ -61,9 +62,10 @@ def add_flink_commands(sub) -> None:
                        help="the cluster's configuration, logs and pids (environment: NGRAMFLOW_FLINK_CLUSTER)")
         c.set_defaults(handler=handler)
         if name == "up":
-            c.add_argument("--taskmanagers", type=int, default=1, help="TaskManager processes to run")
+            c.add_argument("--taskmanagers", type=typed(int, "--taskmanagers"), default=1,
+                           help="TaskManager processes to run")
             c.add_argument("--taskmanager-memory", default=DEFAULT_TASKMANAGER_MEMORY, metavar="SIZE",
                            help="total process memory of each TaskManager (RocksDB uses its managed part)")
-            c.add_argument("--slots", type=int, default=2, help="task slots per TaskManager")
+            c.add_argument("--slots", type=typed(int, "--slots"), default=2, help="task slots per TaskManager")
         if name == "status":
             c.add_argument("--json", action="store_true", help="machine-readable output")

@@ -15,10 +15,10 @@ import shutil
 import subprocess
 import time
 
-from ngramflow.pipeline.flink import config, jvm, rest
-from ngramflow.pipeline.flink.provision import FLINK_HOME, ensure_dist
 from ngramflow.errors import RunFailed, UserError
-from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
+from ngramflow.pipeline.flink import config, jvm, rest
+from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY, TASKMANAGER_MEMORY
+from ngramflow.pipeline.flink.provision import FLINK_HOME, ensure_dist
 
 DEFAULT_DIR = os.environ.get("NGRAMFLOW_FLINK_CLUSTER", os.path.join(FLINK_HOME, "cluster"))
 JOBMANAGER = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -74,7 +74,7 @@ class SessionCluster:
         dist = ensure_dist()
         if not self.jobmanager_alive():
             self._stop_recorded()
-            self._start_jobmanager(dist, config.memory_bytes(memory), slots)
+            self._start_jobmanager(dist, TASKMANAGER_MEMORY.bytes("--taskmanager-memory", memory), slots)
         missing = taskmanagers - len(self.taskmanager_pids())
         for _ in range(missing):
             self._start_taskmanager(dist)

@@ -6,19 +6,6 @@ import shutil
 import yaml
 
 from ngramflow.pipeline.flink.provision import INFRA
-from ngramflow.errors import UserError
-from ngramflow.pipeline.options import parse_size
-
-#: A TaskManager below this cannot hold Flink's fixed overheads plus RocksDB.
-MIN_TASKMANAGER_MEMORY = 1 << 30
-
-
-def memory_bytes(text: str, what: str = "--taskmanager-memory") -> int:
-    """'2g', '1536m', '2GiB' -> bytes, at least MIN_TASKMANAGER_MEMORY."""
-    size = parse_size(text, what)
-    if size < MIN_TASKMANAGER_MEMORY:
-        raise UserError(f"{what} must be at least 1g, got {text}")
-    return size
 
 
 def write_conf_dir(conf_dir: str, settings: dict) -> str:

@@ -1,9 +1,10 @@
 """One import on Flink: configuration, job server and worker for the run, and what it leaves behind.
 
-``flink_run(opts)`` yields the Beam pipeline arguments that send the pipeline
-to Flink, and tears everything down afterwards. Checkpointed runs write their
-checkpoints under CHECKPOINT_DIR/RUN_ID/; a failed run points the user at the
-newest retained one (``--resume-from``), a successful run deletes them.
+``flink_run(flink, parallelism, ...)`` yields the Beam pipeline arguments that
+send the pipeline to Flink, and tears everything down afterwards; of the
+import's options it sees the Flink group (FlinkOptions) only. Checkpointed runs
+write their checkpoints under CHECKPOINT_DIR/RUN_ID/; a failed run points the
+user at the newest retained one (``--resume-from``), a successful run deletes them.
 """
 
 import contextlib
@@ -16,23 +17,19 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
+from ngramflow.errors import RunFailed, UserError
 from ngramflow.pipeline.flink import config, rest
 from ngramflow.pipeline.flink.job_server import JobServer, LoopbackWorkerPool
+from ngramflow.pipeline.flink.options import LOCAL, FlinkOptions
 from ngramflow.pipeline.flink.provision import FLINK_HOME
-from ngramflow.errors import RunFailed, UserError
-from ngramflow.pipeline.options import DEFAULT_TASKMANAGER_MEMORY
 from ngramflow.transforms.read import InputFileError
 
-LOCAL = "[local]"
 #: Streaming sources stop this long after they have emitted everything, so the
 #: bounded job can end (Beam keeps them alive forever otherwise).
 SOURCE_IDLE_MS = 2000
 MAX_BUNDLE_SIZE = 1
 #: In a checkpointed run's checkpoint folder: what the run imports, to check a resume against.
 RUN_RECORD = "ngramflow-run.json"
-#: Options that may change between an interrupted run and its resumption.
-_RESUMABLE_CHANGES = ("checkpoint_interval", "checkpoint_dir", "resume_from", "taskmanager_memory", "flink_master",
-                      "workers", "overwrite", "beam_args")
 _COMPLETED = re.compile(r"Completed checkpoint (\d+) for job \w+ \((\d+) bytes, checkpointDuration=(\d+) ms")
 
 
@@ -65,12 +62,6 @@ class FlinkRunInfo:
         return dict(self.__dict__)
 
 
-def check_master(master: str) -> str:
-    if master == LOCAL or re.fullmatch(r"[\w.-]+:\d{1,5}", master):
-        return master
-    raise UserError(f"--flink-master takes [local] or HOST:PORT of a JobManager's REST endpoint, got {master!r}")
-
-
 def newest_checkpoint(path: str) -> str | None:
     """The newest complete checkpoint (a chk-N folder with _metadata) at or under ``path``."""
     if os.path.exists(os.path.join(path, "_metadata")):
@@ -91,11 +82,11 @@ def resume_point(path: str) -> str:
     return found
 
 
-def run_identity(opts, files) -> dict:
-    """What a checkpoint's state depends on: the exact input files, the options that shape the counts, the output."""
-    options = {k: v for k, v in opts.recorded().items() if k not in _RESUMABLE_CHANGES}
+def run_identity(options: dict, files, output: str) -> dict:
+    """What a checkpoint's state depends on: the exact input files, the options that shape the counts
+    (ImportOptions.resume_identity), the output."""
     return json.loads(json.dumps({"inputs": [[path, size] for path, size in files], "options": options,
-                                  "output": os.path.abspath(opts.output)}))
+                                  "output": os.path.abspath(output)}))
 
 
 def check_resumable(checkpoint: str, identity: dict) -> None:
@@ -136,11 +127,12 @@ def _cluster_checkpoints(master: str, since_ms: int) -> list[dict]:
                   key=lambda c: c["id"])
 
 
-def _pipeline_args(opts, endpoint: str, worker: str, checkpoint_root: str | None, resume: str | None) -> list[str]:
+def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker: str, checkpoint_root: str | None,
+                   resume: str | None) -> list[str]:
     args = ["--runner=PortableRunner", f"--job_endpoint={endpoint}", "--environment_type=EXTERNAL",
-            f"--environment_config={worker}", f"--parallelism={opts.workers}"]
-    if opts.mode == "checkpointed":
-        args += ["--streaming", f"--checkpointing_interval={int(opts.checkpoint_interval * 1000)}",
+            f"--environment_config={worker}", f"--parallelism={parallelism}"]
+    if flink.checkpointed:
+        args += ["--streaming", f"--checkpointing_interval={int(flink.checkpoint_interval * 1000)}",
                  "--checkpointing_mode=EXACTLY_ONCE",
                  # Without it, elements in flight at a checkpoint were dropped as late (PLATFORM.md).
                  "--finish_bundle_before_checkpointing",
@@ -164,7 +156,7 @@ def _pipeline_args(opts, endpoint: str, worker: str, checkpoint_root: str | None
 
 
 @contextlib.contextmanager
-def flink_run(opts, identity: dict, resume: str | None):
+def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str | None):
     """Job server (with the embedded cluster for [local]) and Python worker for one import.
 
     Yields (Beam pipeline arguments, FlinkRunInfo). A failure of the job comes
@@ -175,11 +167,11 @@ def flink_run(opts, identity: dict, resume: str | None):
     """
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     run_dir = os.path.join(FLINK_HOME, "runs", run_id)
-    info = FlinkRunInfo(flink_master=opts.flink_master, mode=opts.mode)
+    info = FlinkRunInfo(flink_master=flink.flink_master, mode=flink.mode)
     checkpoint_root = None
     settings = {"io.tmp.dirs": os.path.join(run_dir, "tmp")}
-    if opts.mode == "checkpointed":
-        checkpoint_root = os.path.join(os.path.abspath(opts.checkpoint_dir), run_id)
+    if flink.checkpointed:
+        checkpoint_root = os.path.join(os.path.abspath(flink.checkpoint_dir), run_id)
         info.checkpoint_dir, info.resumed_from = checkpoint_root, resume
         settings["state.checkpoints.dir"] = f"file://{checkpoint_root}"
         os.makedirs(checkpoint_root, exist_ok=True)
@@ -188,25 +180,25 @@ def flink_run(opts, identity: dict, resume: str | None):
         if resume:  # [local] reads it from the configuration, a cluster from --savepoint_path
             settings["execution.savepoint.path"] = resume
     heap_flags = []
-    if opts.flink_master == LOCAL:
-        bound = config.memory_bytes(opts.taskmanager_memory or DEFAULT_TASKMANAGER_MEMORY)
+    if flink.flink_master == LOCAL:
+        bound = flink.memory_bound()
         settings.update(config.embedded_memory(bound))
         heap_flags = config.embedded_heap_flags(bound)
     conf_dir = config.write_conf_dir(os.path.join(run_dir, "conf"), settings)
     log_path = os.path.join(run_dir, "job-server.log")
-    server = JobServer(opts.flink_master, conf_dir, log_path, heap_flags)
+    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags)
     try:
         with LoopbackWorkerPool() as worker:
             server.start()
             started_ms = int(time.time() * 1000)
             try:
-                yield _pipeline_args(opts, server.endpoint, worker.address, checkpoint_root, resume), info
+                yield _pipeline_args(flink, parallelism, server.endpoint, worker.address, checkpoint_root, resume), info
             finally:
                 server.stop()
                 info.job_server_peak_rss_bytes = server.peak_rss
                 info.python_worker_peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-                info.checkpoints = (_completed_checkpoints(log_path) if opts.flink_master == LOCAL
-                                    else _cluster_checkpoints(opts.flink_master, started_ms))
+                info.checkpoints = (_completed_checkpoints(log_path) if flink.flink_master == LOCAL
+                                    else _cluster_checkpoints(flink.flink_master, started_ms))
     except Exception as err:
         if isinstance(err, (RunFailed, UserError)) or InputFileError.MARKER in str(err):
             raise
