@@ -219,7 +219,8 @@ def parse_corpus_spec(text: str) -> CorpusSpec:
         raise CatalogError(f"{text!r} is not a corpus spec (corpus:VERSION/LANG/ORDER[/SELECTION])")
     parts = text[len(SPEC_PREFIX) :].split("/")
     if len(parts) not in (3, 4) or not all(parts[:3]):
-        raise CatalogError(f"{text!r}: expected corpus:VERSION/LANG/ORDER[/SELECTION], e.g. corpus:20120701/eng/2/a_,ab")
+        raise CatalogError(f"{text!r}: expected corpus:VERSION/LANG/ORDER[/SELECTION], "
+                           "e.g. corpus:20120701/eng/2/a_,ab")
     if not parts[2].isdigit():
         raise CatalogError(f"{text!r}: ORDER must be a number 1..5, not {parts[2]!r}")
     version, lang, order = _check(parts[0], parts[1], int(parts[2]))
@@ -233,7 +234,8 @@ def _check(version: str, lang: str, order: int) -> tuple[str, str, int]:
     if version not in VERSIONS:
         raise CatalogError(f"unknown version {version!r}; the catalog knows {', '.join(VERSIONS)}")
     if lang == "eng-1M":
-        raise CatalogError("eng-1M (English One Million) exists only in the 2009 export (20090715), not in 2012 or 2020")
+        raise CatalogError("eng-1M (English One Million) exists only in the 2009 export (20090715), "
+                           "not in 2012 or 2020")
     spelled = lang.replace("_", "-") if version == V2012 else lang.replace("chi-sim", "chi_sim")
     if spelled not in LANGUAGES[version]:
         raise CatalogError(f"unknown language {lang!r} for {version}; known: {', '.join(LANGUAGES[version])}")

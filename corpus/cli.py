@@ -57,7 +57,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         description="Print the files of one export, language and order (name and URL, one per line), "
         "from the built-in catalog or, with --from-index/--index-url, from Google's index page. " + _SPEC_HELP,
     )
-    lister.add_argument("spec", nargs="?", metavar="SPEC", help="a corpus spec to list instead of --version/--lang/--order")
+    lister.add_argument("spec", nargs="?", metavar="SPEC",
+                        help="a corpus spec to list instead of --version/--lang/--order")
     lister.add_argument("--version", choices=catalog.VERSIONS, help="export version (required without SPEC)")
     lister.add_argument("--lang", help="corpus language code, e.g. eng, eng-us, fre, chi_sim (required without SPEC)")
     lister.add_argument("--order", type=int, choices=catalog.ORDERS, help="n-gram order 1..5 (required without SPEC)")
@@ -78,7 +79,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     fetcher.add_argument("inputs", nargs="+", metavar="SPEC_OR_URL", help="corpus specs or http(s) URLs")
     fetcher.add_argument("--cache", required=True, metavar="DIR", help="cache directory (required)")
     fetcher.add_argument(
-        "--parallel", type=_positive, default=download.PARALLEL, metavar="N", help="files fetched at once (default: %(default)s)"
+        "--parallel", type=_positive, default=download.PARALLEL, metavar="N",
+        help="files fetched at once (default: %(default)s)"
     )
     fetcher.add_argument(
         "--retries",
@@ -186,7 +188,8 @@ def _cmd_download(args: argparse.Namespace) -> int:
             download.cache_parts(item)  # a URL the cache cannot hold is a usage error, before any download
             urls.append(item)
         else:
-            raise UsageError(f"{item!r} is neither a corpus spec (corpus:VERSION/LANG/ORDER[/SELECTION]) nor an http(s) URL")
+            raise UsageError(f"{item!r} is neither a corpus spec (corpus:VERSION/LANG/ORDER[/SELECTION]) "
+                             "nor an http(s) URL")
     report = download.download(
         urls,
         args.cache,

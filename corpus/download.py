@@ -43,7 +43,8 @@ from typing import Callable, Iterable, TextIO
 
 from isal import isal_zlib
 
-from ngramflow.corpus.catalog import BASE_URL, CatalogError, CorpusFile, files_from_index, index_url, is_corpus_spec, parse_corpus_spec
+from ngramflow.corpus.catalog import (BASE_URL, CatalogError, CorpusFile, files_from_index, index_url, is_corpus_spec,
+                                      parse_corpus_spec)
 
 CHUNK = 1 << 20
 USER_AGENT = "ngramflow-corpus-download/1"
@@ -485,7 +486,7 @@ class _Downloader:
                         return self._fail(result, f"{reason}: {e}")
                     self.progress.note(f"retry  {final.name}: {e}; again in {delay:.1f}s")
                     if self.stop.wait(delay):
-                        raise _Stopped
+                        raise _Stopped from None
         except _Fatal as e:
             return self._fail(result, str(e))
         except _Stopped:
@@ -643,7 +644,8 @@ def fetch_text(url: str, timeout: float = TIMEOUT) -> str:
 
 
 def expand_spec(
-    spec: str, *, base_url: str = BASE_URL, index_page: str | None = None, from_index: bool = False, timeout: float = TIMEOUT
+    spec: str, *, base_url: str = BASE_URL, index_page: str | None = None, from_index: bool = False,
+    timeout: float = TIMEOUT
 ) -> list[CorpusFile]:
     """The files a ``corpus:`` spec names.
 

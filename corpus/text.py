@@ -20,6 +20,8 @@ import os
 import sys
 from collections import Counter
 
+from ngramflow.schemas import order_of
+
 START, END = "_START_", "_END_"
 
 
@@ -45,7 +47,7 @@ def write_2012(counts: Counter, out_dir: str, lang: str = "eng", year: int = 200
     by_order: dict[int, list[str]] = {}
     for ngram, count in counts.items():
         if count >= min_count:
-            by_order.setdefault(ngram.count(" ") + 1, []).append(ngram)
+            by_order.setdefault(order_of(ngram), []).append(ngram)
     paths = []
     for order, ngrams in sorted(by_order.items()):
         path = os.path.join(out_dir, f"googlebooks-{lang}-all-{order}gram-20120701-text.gz")

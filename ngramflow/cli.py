@@ -10,11 +10,11 @@ import signal
 import sys
 import threading
 
-from ngramflow import option_fields
+from ngramflow.pipeline import option_fields
 from ngramflow.corpus.cli import add_corpus_commands
 from ngramflow.corpus.cli import run as run_corpus_command
 from ngramflow.errors import RunFailed, UserError
-from ngramflow.option_fields import typed
+from ngramflow.pipeline.option_fields import typed
 from ngramflow.pipeline.flink.cli import add_flink_commands
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.query.cli import add_query_command

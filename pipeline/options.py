@@ -5,9 +5,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ngramflow import option_fields
+from ngramflow.pipeline import option_fields
 from ngramflow.errors import UserError
-from ngramflow.option_fields import OneOf, Within, option
+from ngramflow.pipeline.option_fields import OneOf, Within, option
 from ngramflow.pipeline.flink.options import FlinkOptions
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms.policy import RowPolicy

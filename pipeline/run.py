@@ -80,7 +80,8 @@ def _runner(opts: ImportOptions, flink: tuple | None):
 
 def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
     """Run the import; returns what the manifest records about the runner (None for the embedded one)."""
-    with tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir, _runner(opts, flink) as (args, info):
+    with (tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir,
+          _runner(opts, flink) as (args, info)):
         reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
         if reporter:
             reporter.start()

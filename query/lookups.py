@@ -10,7 +10,7 @@ range reads only the row groups whose min/max statistics can hold it.
 from dataclasses import dataclass
 
 from ngramflow.errors import UserError
-from ngramflow.schemas import MAX_ORDER
+from ngramflow.schemas import MAX_ORDER, order_of
 from ngramflow.transforms.policy import fold_case
 
 COUNT_COLUMNS = ["ngram", "match_count", "volume_count", "first_year", "last_year", "years"]
@@ -25,7 +25,7 @@ class Ngram:
 
     @property
     def order(self) -> int:
-        return self.text.count(" ") + 1
+        return order_of(self.text)
 
 
 def parse_ngram(typed: str, lowercase: bool) -> Ngram:

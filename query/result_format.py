@@ -1,8 +1,9 @@
 """Query results as an aligned table (for people), CSV or JSON (for programs).
 
 A result is an Arrow table or a stream of Arrow batches (what the Python API
-returns), printed as column names and row tuples. CSV and JSON stream every row; a table has to see its rows to align them, so it shows at
-most TABLE_ROWS and says how to get the rest.
+returns), printed as column names and row tuples. CSV and JSON stream every
+row; a table has to see its rows to align them, so it shows at most TABLE_ROWS
+and says how to get the rest.
 """
 
 import csv

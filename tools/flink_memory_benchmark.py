@@ -6,8 +6,9 @@
 Generates a synthetic corpus (4x the Flink tests' corpus by default) or takes
 the files under --corpus, starts a cluster (one JobManager, one TaskManager
 bounded to --taskmanager-memory), runs `ngramflow import --runner flink --mode
-checkpointed` against it, and prints the checkpoint durations and a Markdown table of peak RSS (VmHWM) per process: job server, JobManager,
-TaskManager, and the Python worker (the import process itself, LOOPBACK).
+checkpointed` against it, and prints the checkpoint durations and a Markdown
+table of peak RSS (VmHWM) per process: job server, JobManager, TaskManager, and
+the Python worker (the import process itself, LOOPBACK).
 Everything it starts is stopped by pid; its files live in a temporary folder.
 """
 

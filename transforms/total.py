@@ -70,7 +70,7 @@ def order_totals(ngrams: pa.Table):
     for order in np.unique(orders).tolist():
         rows = orders == order
         totals = (checked.sum_runs(columnar.numpy(ngrams[column])[rows], _WHOLE,
-                                   lambda _, column=column: f"the {column} of all {order}-grams")[0]
+                                   lambda _, column=column, order=order: f"the {column} of all {order}-grams")[0]
                   for column in _TOTALLED)
         yield order, (int(rows.sum()), *map(int, totals))
 

@@ -4,7 +4,7 @@ import argparse
 import json
 import sys
 
-from ngramflow.option_fields import typed
+from ngramflow.pipeline.option_fields import typed
 from ngramflow.pipeline.flink import provision
 from ngramflow.pipeline.flink.cluster import DEFAULT_DIR, SessionCluster
 from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY

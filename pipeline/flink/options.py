@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ngramflow.option_fields import Matches, OneOf, Size, Within, option
+from ngramflow.pipeline.option_fields import Matches, OneOf, Size, Within, option
 from ngramflow.transforms.sizing import DEFAULT_SLICE_SIZE
 
 LOCAL = "[local]"

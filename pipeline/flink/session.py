@@ -66,7 +66,8 @@ def newest_checkpoint(path: str) -> str | None:
     """The newest complete checkpoint (a chk-N folder with _metadata) at or under ``path``."""
     if os.path.exists(os.path.join(path, "_metadata")):
         return path
-    found = glob.glob(os.path.join(path, "chk-*", "_metadata")) + glob.glob(os.path.join(path, "*", "chk-*", "_metadata"))
+    found = (glob.glob(os.path.join(path, "chk-*", "_metadata"))
+             + glob.glob(os.path.join(path, "*", "chk-*", "_metadata")))
     if not found:
         return None
     return os.path.dirname(max(found, key=lambda m: (os.path.getmtime(m), m)))

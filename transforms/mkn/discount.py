@@ -132,7 +132,8 @@ class EstimateDiscounts(beam.PTransform):
     def expand(self, adjusted):
         return (
             adjusted
-            | "Count and origin by order" >> beam.MapTuple(lambda _ngram, order, count, origin: (order, (count, origin)))
+            | "Count and origin by order" >> beam.MapTuple(
+                lambda _ngram, order, count, origin: (order, (count, origin)))
             | "Summarize each order" >> beam.CombinePerKey(OrderSummaryFn())
             | "All order summaries" >> beam.combiners.ToList()
             | "Discounts of every order" >> beam.Map(discount_table, self.model_order, self.fallback)
