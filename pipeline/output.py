@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from ngramflow.errors import UserError
-from ngramflow.schemas.layout import BUILD, BUILD_MARKER, INCOMPLETE, JOURNAL, MANIFEST, MKN_INCOMPLETE, WORK
+from ngramflow.schemas.layout import BUILD, BUILD_MARKER, INCOMPLETE, JOURNAL, MANIFEST, MKN_INCOMPLETE, SPILL, WORK
 from ngramflow.schemas.manifest import parse_manifest
 
 
@@ -264,7 +264,7 @@ class DatasetDir(OutputDir):
         """
         build = self.build
         staged = {rel: size for rel, size in build.files().items()
-                  if rel.split(os.sep)[0] not in (WORK, BUILD_MARKER, JOURNAL)}
+                  if rel.split(os.sep)[0] not in (WORK, SPILL, BUILD_MARKER, JOURNAL)}
         old = self._listed_files() if self.is_complete() else {}
         replaced = old if replace else {}
         kept = {} if replace else old

@@ -18,7 +18,7 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import build_import
+from ngramflow.pipeline.graph import aggregation, build_import
 from ngramflow.pipeline.inputs import expand_inputs
 from ngramflow.pipeline.mkn import fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
@@ -173,6 +173,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     out = target.build
     started = time.time()
     runner_info = _run_resumable(opts, files, out, progress, flink)
+    totalled = aggregation(opts, out)  # before publishing deletes the run files
     record = ImportRecord(
         inputs=merge_file_stats([s for unit in out.read_records(layout.FILE_STATS) for s in unit]),
         totalcounts_inputs=[p for p, _ in totalcounts_files],
@@ -205,7 +206,15 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         mkn=finish_mkn(out, opts.mkn) if opts.mkn else None,
         flink=None if runner_info is None else runner_info.recorded(),
     )
-    return target.publish(manifest.to_json())
+    return target.publish(manifest.to_json() | {"aggregation": totalled})
+
+
+def aggregation_line(totalled: dict) -> str:
+    """Which way the run totalled its n-grams: the summary never leaves it to be guessed."""
+    if "run_files" not in totalled:
+        return f"  aggregation: {totalled['method']}"
+    return (f"  aggregation: {totalled['method']} in {totalled['scratch']} "
+            f"({totalled['run_files']:,} files, {totalled['spilled_bytes'] / 1e6:,.1f} MB)")
 
 
 def summary_row(label: str, value: str) -> str:
@@ -234,6 +243,8 @@ def summary(manifest: dict, output: str) -> str:
         summary_lines(manifest["mkn"], row)
     row("output size", f"{manifest['output_bytes'] / 1e6:,.1f} MB")
     row("wall time", f"{manifest['wall_seconds']:,.1f} s")
+    if "aggregation" in manifest:
+        lines.append(aggregation_line(manifest["aggregation"]))
     for s in manifest["inputs"]:
         if s["status"] == "skipped":
             lines.append(f"  skipped {os.path.basename(s['path'])}: {s['reason']}")

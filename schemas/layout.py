@@ -15,7 +15,8 @@ takes its paths from here. A complete dataset:
 While a run is going, and after one that failed: ``_INCOMPLETE`` (and
 ``mkn/_INCOMPLETE`` for the MKN stage) says so and why, and ``_build/`` holds
 the dataset being built, in the same layout, with the run's statistics for the
-manifest under ``_work/`` (never published). Folders partitioned by order are
+manifest under ``_work/`` and, on the embedded runner, the sorted run files of the
+aggregation under ``_spill/`` (neither is published). Folders partitioned by order are
 named ``order=N`` so that readers (DuckDB's Hive partitioning) get the order as
 a column.
 """
@@ -41,6 +42,8 @@ BUILD, BUILD_MARKER, JOURNAL = "_build", ".ngramflow-build", "_publish.json"
 #: Scratch records of a run (statistics for the manifest, one JSON file per element); never published.
 WORK = "_work"
 FILE_STATS, ORDER_STATS = f"{WORK}/files", f"{WORK}/orders"
+#: Scratch of the embedded runner's aggregation: sorted run files (transforms/spill.py); never published.
+SPILL = "_spill"
 MKN_ORDER_STATS, MKN_ORPHANS = f"{WORK}/mkn_orders", f"{WORK}/mkn_orphans"
 
 

@@ -9,6 +9,7 @@ finalization step, so it behaves the same in batch and in Flink's checkpointed
 output folder.
 """
 
+import contextlib
 import json
 import os
 import uuid
@@ -21,23 +22,79 @@ from apache_beam.io.filesystems import FileSystems
 from ngramflow.transforms import sizing
 
 
-def write_then_rename(path: str, write) -> str:
-    """Write ``path`` with ``write(binary file)`` under a temporary name, then rename it into place."""
+@contextlib.contextmanager
+def renamed_when_done(path: str):
+    """A binary file to write ``path`` into, under a temporary name; renamed into place when the block ends
+    without an error."""
     if "://" not in path:  # object stores have no folders to create
         os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
     with FileSystems.create(tmp) as fh:
-        write(fh)
+        yield fh
     # Replaces a file an earlier, retried attempt wrote: no duplicate, no gap.
     FileSystems.rename([tmp], [path])
+
+
+def write_then_rename(path: str, write) -> str:
+    """Write ``path`` with ``write(binary file)`` under a temporary name, then rename it into place."""
+    with renamed_when_done(path) as fh:
+        write(fh)
     return path
+
+
+_PARQUET = {"compression": "zstd"}
+
+
+def _table_path(root: str, name: str) -> str:
+    return FileSystems.join(root, f"{name}.parquet")
 
 
 def write_named_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str:
     def write(fh):
-        pq.write_table(table.cast(schema), fh, compression="zstd", row_group_size=sizing.ROW_GROUP_ROWS)
+        pq.write_table(table.cast(schema), fh, row_group_size=sizing.ROW_GROUP_ROWS, **_PARQUET)
 
-    return write_then_rename(FileSystems.join(root, f"{name}.parquet"), write)
+    return write_then_rename(_table_path(root, name), write)
+
+
+class StreamedTables:
+    """Named Parquet files written piece by piece (``root/NAME.parquet``) inside a ``with`` block, each under
+    a temporary name and renamed when the block ends without an error; a file exists only if it has rows.
+
+    Rows are held back until they fill whole row groups of ROW_GROUP_ROWS, so the files are laid out as
+    write_named_table lays out one table of the same rows.
+    """
+
+    def __init__(self, root: str, schema: pa.Schema):
+        self.root, self.schema = root, schema
+        self.files = contextlib.ExitStack()
+        self.writers, self.pending = {}, {}
+
+    def write(self, name: str, table: pa.Table) -> None:
+        pending = self.pending.setdefault(name, [])
+        pending.append(table.cast(self.schema))
+        rows = sum(t.num_rows for t in pending)
+        if rows >= sizing.ROW_GROUP_ROWS:
+            whole = rows - rows % sizing.ROW_GROUP_ROWS
+            self._flush(name, whole)
+
+    def _flush(self, name: str, rows: int) -> None:
+        table = pa.concat_tables(self.pending[name])
+        if name not in self.writers:
+            fh = self.files.enter_context(renamed_when_done(_table_path(self.root, name)))
+            self.writers[name] = self.files.enter_context(pq.ParquetWriter(fh, self.schema, **_PARQUET))
+        self.writers[name].write_table(table.slice(0, rows), row_group_size=sizing.ROW_GROUP_ROWS)
+        self.pending[name] = [table.slice(rows)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):
+        if error[0] is None:
+            for name, pending in self.pending.items():
+                if rows := sum(t.num_rows for t in pending):
+                    self._flush(name, rows)
+        # Each writer, then its file: renamed into place, unless an error is passing through.
+        return self.files.__exit__(*error)
 
 
 def write_named_record(root: str, name: str, record: dict) -> str:

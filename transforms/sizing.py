@@ -4,6 +4,8 @@ Measurements are in BENCHMARKS.md (2-core machine, 24 GiB); a knob without one
 says what it trades.
 """
 
+import os
+
 # The read stage.
 
 #: Decompressed bytes parsed at once: large enough for Arrow's CSV reader to run at full speed,
@@ -50,6 +52,27 @@ def shard_count(input_bytes: int) -> int:
 #: Buffered run rows after which a combiner's accumulator is merged, so that its memory follows the
 #: number of distinct n-grams rather than the number of runs it has seen.
 COMPACT_ROWS = 1 << 20
+
+# Totalling through sorted run files on disk (transforms/spill.py, the embedded runner).
+
+#: Bytes of run tables a worker buffers before it spills them as sorted run files, and the bytes of
+#: run-file batches a shard's merge holds at once. A worker's peak is a small multiple of it (the
+#: buffer and its split copies; the batches and their merge), on top of the read stage's ~300 MiB.
+SPILL_BYTES = 128 << 20
+#: The environment variable that sets another spill budget, in bytes (tests force many run files and
+#: merge passes with a tiny one).
+SPILL_BYTES_VARIABLE = "NGRAMFLOW_SPILL_BYTES"
+
+
+def spill_bytes() -> int:
+    return int(os.environ.get(SPILL_BYTES_VARIABLE, SPILL_BYTES))
+
+
+#: Run files a merge reads at once; a shard with more is merged in passes. Each file's batches are
+#: sized to 1/MERGE_FANIN of the budget, so more files at once means smaller reads.
+MERGE_FANIN = 16
+#: Compression of run files (Arrow IPC): written once and read once, on local disk.
+SPILL_COMPRESSION = "zstd"
 
 # The vocabulary.
 
