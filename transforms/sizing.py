@@ -71,8 +71,10 @@ def spill_bytes() -> int:
 #: Run files a merge reads at once; a shard with more is merged in passes. Each file's batches are
 #: sized to 1/MERGE_FANIN of the budget, so more files at once means smaller reads.
 MERGE_FANIN = 16
-#: Compression of run files (Arrow IPC): written once and read once, on local disk.
-SPILL_COMPRESSION = "zstd"
+#: Compression of run files (Arrow IPC), written once and read once. Measured on 8M distinct 2-grams
+#: (one run each, 2 shared cores): zstd 59.7 s and 101 MB of run files, lz4 40.8 s and 182 MB,
+#: none 41.2 s and 965 MB; peak RSS the same (0.9 GB).
+SPILL_COMPRESSION = "lz4"
 
 # The vocabulary.
 
