@@ -22,8 +22,9 @@ def spills(opts: ImportOptions) -> bool:
 
 
 class ImportNgrams(beam.PTransform):
-    """(path, size) of n-gram files -> (shard, n-gram table) pieces, each shard's in n-gram order, with the
-    part files of each shard and order written under ``out``; vocabulary and reject tables, and statistics."""
+    """(path, size) of n-gram files -> (shard, n-gram table) pieces, each shard's in n-gram order; vocabulary
+    and reject tables, and statistics. Spilling, the part files of each shard and order are written as the
+    pieces come; otherwise they are named tables ("ngram_files") for WriteTables."""
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int, out: OutputDir, spill: bool):
         super().__init__()
@@ -32,15 +33,14 @@ class ImportNgrams(beam.PTransform):
     def expand(self, files):
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
         schema = schemas.ngrams_schema(self.settings.keep_years)
+        named = {}
         if self.spill:
             ngrams = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
                 self.min_count, self.shards, self.out.join(layout.SPILL), spill_bytes(), self.out.path, schema)
         else:
             ngrams = parsed.runs | "Total each n-gram across files" >> TotalNgrams(self.min_count, self.shards)
-            (ngrams
-             | "Split each shard by order" >> beam.FlatMapTuple(files_by_order)
-             | "Write n-grams" >> WriteTables(self.out.path, schema))
-        return {
+            named["ngram_files"] = ngrams | "Split each shard by order" >> beam.FlatMapTuple(files_by_order)
+        return named | {
             "ngrams": ngrams,
             "vocabulary": ngrams | "Build the vocabulary" >> BuildVocabulary(self.shards),
             "rejects": parsed.rejects,
@@ -59,6 +59,8 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
         | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
         | "Import n-grams" >> ImportNgrams(settings, opts.min_count, shards, out, spills(opts))
     )
+    if "ngram_files" in results:
+        results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
     results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
