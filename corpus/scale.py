@@ -228,7 +228,7 @@ def _shape_a(out_dir: str, rng: np.random.Generator, rows: int) -> tuple[list[st
 
 # A 2020 year tuple is one of these texts: one of the last _TUPLE_YEARS years, with one of
 # _TUPLE_COUNTS (match, volume) pairs; one take() per tuple instead of formatting three numbers.
-_TUPLE_YEARS, _TUPLE_COUNTS = 120, 1024
+_TUPLE_YEARS, _TUPLE_COUNTS = 120, 1 << 10  # a tuple draw: counts in its low 10 bits, gap above
 
 
 def _tuple_texts(rng: np.random.Generator) -> pa.Array:
@@ -256,37 +256,36 @@ def _shape_b(out_dir: str, rng: np.random.Generator, rows: int) -> tuple[list[st
     for _ in range(4):
         scale *= distinct / np.minimum(size, np.ceil(scale * weight)).sum()
     successors = np.minimum(size, np.ceil(scale * weight)).astype(np.int64)
-    phase = rng.random(size)
-    ends = np.cumsum(successors)
+    phase, ends = rng.random(size), np.cumsum(successors)
     # Every piece of text a block needs, in one array: "\nfirst ", "second", "\tyear,match,volume".
     pieces = pa.concat_arrays([_newline_first(pc.binary_join_element_wise(vocabulary, pa.scalar(" "), "")),
                                vocabulary, _tuple_texts(rng)])
     tuple_rows = 0
 
     def block(lo: int, hi: int) -> pa.Array:
-        """Lines lo..hi as one take() of their pieces."""
+        """Lines lo..hi as one take() of their pieces: first token, second token, tuples."""
         nonlocal tuple_rows
-        line = np.arange(lo, hi)
-        first = np.searchsorted(ends, line, "right")
-        m = line - (ends[first] - successors[first])
+        i0, i1 = np.searchsorted(ends, [lo, hi - 1], "right")
+        begins = ends[i0:i1 + 1] - successors[i0:i1 + 1]
+        first = np.repeat(np.arange(i0, i1 + 1), np.minimum(ends[i0:i1 + 1], hi) - np.maximum(begins, lo))
+        m = np.arange(lo, hi) - begins[first - i0]
         # Evenly spread successors: ascending in m and distinct, as size / successors >= 1.
         second = np.floor((m + phase[first]) * size / successors[first]).astype(np.int64)
-        draw = rng.integers(0, 10, len(line), np.int8)
-        tuples = 1 + (draw >= 3) + (draw >= 7).astype(np.int64)  # 1, 2, 3 tuples: 30, 40, 30 %
+        line_draw = rng.integers(0, 1100, hi - lo, np.int16)  # tuples and age of the last year
+        tuples = 1 + (line_draw % 10 >= 3) + (line_draw % 10 >= 7)  # 1, 2, 3 tuples: 30, 40, 30 %
         tuple_rows += int(tuples.sum())
-        # A line's pieces: its first token, its second, its tuples.
-        starts = np.cumsum(2 + tuples) - (2 + tuples)
-        index = np.empty(int(starts[-1] + 2 + tuples[-1]), np.int64)
+        widths = 2 + tuples
+        index = np.empty(int(widths.sum()), np.int64)
+        starts = np.cumsum(widths) - widths
         index[starts], index[starts + 1] = first, size + second
+        is_tuple = np.ones(len(index), bool)
+        is_tuple[starts], is_tuple[starts + 1] = False, False
         # Years ascending within a line: the last one 0-109 years before LAST_YEAR_2020, 1-3 years
         # between tuples (at most 115 years before, within the table).
-        age, gaps = rng.integers(0, 110, len(line)), rng.integers(1, 4, (2, len(line)))
-        for p in range(3):
-            after = tuples - 1 - p  # tuples after this one
-            has = after >= 0
-            years_before = age + (after >= 1) * gaps[0] + (after >= 2) * gaps[1]
-            cell = (_TUPLE_YEARS - 1 - years_before) * _TUPLE_COUNTS + rng.integers(0, _TUPLE_COUNTS, len(line))
-            index[starts[has] + 2 + p] = 2 * size + cell[has]
+        tuple_draw = rng.integers(0, 1 << 16, int(tuples.sum()), np.uint16)  # gap to the next year, counts
+        gaps = np.cumsum(1 + (tuple_draw >> 10) % 3, dtype=np.int32)
+        years_before = np.repeat(line_draw // 10 + gaps[np.cumsum(tuples) - 1], tuples) - gaps
+        index[is_tuple] = 2 * size + (_TUPLE_YEARS - 1 - years_before) * _TUPLE_COUNTS + tuple_draw % _TUPLE_COUNTS
         return pieces.take(pa.array(index))
 
     # Range partitions: equal numbers of lines, cut anywhere in the sorted sequence.
