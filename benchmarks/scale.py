@@ -1,6 +1,7 @@
 """Scale benchmark: the embedded import and DuckDB on generated corpora of growing size.
 
     python -m benchmarks.scale [--rows-a 2M,8M,32M,64M] [--rows-b 250K,1M,2M,8M] [--workdir DIR] [--clean]
+    python -m benchmarks.scale --breakdown RUN.bin [--at rss|heap] [--top 15]
 
 For each shape of ``corpus.scale`` and each size: generate the corpus (cached
 in the work folder), then measure as separate processes the embedded import
@@ -9,6 +10,14 @@ does) and DuckDB's GROUP BY of the same files: wall time, rows/s and the peak
 RSS of the whole process tree. The import's per-order totals must equal
 DuckDB's. Prints a table and rewrites the part of BENCHMARKS.md between
 START and END.
+
+``--breakdown`` reads a memray capture of one import (``memray run --native
+-o RUN.bin -m ngramflow.cli import ...``; memray is not a dependency, ``pip
+install memray``) and prints the live allocations at the moment of the
+largest RSS (or of the largest tracked heap), summed by call site. memray's own
+"peak memory" is its largest *allocated* total, which can be address space
+never touched (see BENCHMARKS.md, "Scale"), so the breakdown is taken at the
+RSS peak instead.
 """
 
 import argparse
@@ -112,6 +121,39 @@ def update_benchmarks_md(section: str) -> None:
         fh.write(text)
 
 
+def _call_site(frames, depth: int = 3) -> str:
+    """The innermost Beam or ngramflow frames of a stack, as file:line of each."""
+    ours = [f for f in frames if "apache_beam" in f[1] or (ROOT in f[1] and ".venv" not in f[1])]
+    return " <- ".join(f"{f[0]} {f[1].split('apache_beam/')[-1].replace(ROOT + '/', '')}:{f[2]}" for f in ours[:depth])
+
+
+def _native_site(frames) -> str:
+    """For allocations without a Python frame (e.g. Arrow's threads): the first function that is no allocator."""
+    allocating = ("lloc", "Buffer", "Reserve", "Resize")
+    return "(native) " + next((f[0] for f in frames if not any(a in f[0] for a in allocating)), "?")[:100]
+
+
+def breakdown(capture: str, at: str, top: int) -> None:
+    """Live bytes per call site at the RSS (or tracked heap) peak of a memray capture."""
+    import memray  # only for this mode
+
+    reader = memray.FileReader(capture)
+    snapshots = list(reader.get_memory_snapshots())
+    peak = max(range(len(snapshots)), key=lambda i: getattr(snapshots[i], at))
+    records, _ = reader.get_temporal_high_water_mark_allocation_records(merge_threads=True)
+    sites: dict[str, int] = {}
+    for record in records:
+        live = sum(i.n_bytes for i in record.intervals if i.allocated_before_snapshot <= peak
+                   and (i.deallocated_before_snapshot is None or i.deallocated_before_snapshot > peak))
+        if live:
+            site = _call_site(record.stack_trace()) or _native_site(record.native_stack_trace())
+            sites[site] = sites.get(site, 0) + live
+    print(f"{at} peak: RSS {_mib(snapshots[peak].rss)}, {(snapshots[peak].time - snapshots[0].time) / 1000:.1f} s "
+          f"into the run; tracked live allocations {_mib(sum(sites.values()))}:")
+    for site, size in sorted(sites.items(), key=lambda item: -item[1])[:top]:
+        print(f"{_mib(size):>12}  {site}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows-a", default=DEFAULT_ROWS["a"], help="sizes of shape a (2012 1-grams), in rows")
@@ -120,7 +162,13 @@ def main(argv=None) -> int:
                         help="corpora (kept for reuse) and outputs (deleted after each run)")
     parser.add_argument("--clean", action="store_true", help="delete each corpus after its measurements")
     parser.add_argument("--no-write", action="store_true", help="print the table only, leave BENCHMARKS.md")
+    parser.add_argument("--breakdown", metavar="RUN.bin", help="only print where a memray capture's RSS peak goes")
+    parser.add_argument("--at", choices=("rss", "heap"), default="rss", help="--breakdown at the largest RSS or heap")
+    parser.add_argument("--top", type=int, default=15, help="call sites --breakdown prints")
     args = parser.parse_args(argv)
+    if args.breakdown:
+        breakdown(args.breakdown, args.at, args.top)
+        return 0
     os.makedirs(args.workdir, exist_ok=True)
     results = [measure_size(args.workdir, shape, rows, args.clean)
                for shape, text in (("a", args.rows_a), ("b", args.rows_b)) for rows in sizes(text)]
