@@ -35,3 +35,9 @@ clean:
 # Throughput and memory against DuckDB and plain decompression; rewrites BENCHMARKS.md.
 bench: setup
 	$(BIN)/python -m benchmarks.bench
+
+# The embedded import and DuckDB on generated corpora of growing size (~15 min with the default
+# sizes; corpora cached under $TMPDIR/ngramflow-scale); rewrites its table in BENCHMARKS.md.
+.PHONY: bench-scale
+bench-scale: setup
+	$(BIN)/python -m benchmarks.scale

@@ -1,0 +1,185 @@
+"""Scale benchmark: the embedded import and DuckDB on generated corpora of growing size.
+
+    python -m benchmarks.scale [--rows-a 2M,8M,32M,64M] [--rows-b 250K,1M,2M,8M] [--workdir DIR] [--clean]
+    python -m benchmarks.scale --breakdown RUN.bin [--at rss|heap] [--top 15]
+
+For each shape of ``corpus.scale`` and each size: generate the corpus (cached
+in the work folder), then measure as separate processes the embedded import
+(``--pos keep``, so every distinct n-gram of the input is totalled, as DuckDB
+does) and DuckDB's GROUP BY of the same files: wall time, rows/s and the peak
+RSS of the whole process tree. The import's per-order totals must equal
+DuckDB's. Prints a table and rewrites the part of BENCHMARKS.md between
+START and END.
+
+``--breakdown`` reads a memray capture of one import (``memray run --native
+-o RUN.bin -m ngramflow.cli import ...``; memray is not a dependency, ``pip
+install memray``) and prints the live allocations at the moment of the
+largest RSS (or of the largest tracked heap), summed by call site. memray's own
+"peak memory" is its largest *allocated* total, which can be address space
+never touched (see BENCHMARKS.md, "Scale"), so the breakdown is taken at the
+RSS peak instead.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+
+import duckdb
+
+from benchmarks.bench import ROOT, _import, _peer
+from benchmarks.measure import Measurement, run
+from ngramflow.corpus import scale
+
+START, END = "<!-- bench:scale:start -->", "<!-- bench:scale:end -->"
+DEFAULT_ROWS = {"a": "2M,8M,32M,64M", "b": "250K,1M,2M,8M"}
+_PEERS = {"a": "duckdb-2012", "b": "duckdb-2020"}
+_UNITS = {"K": 10**3, "M": 10**6, "G": 10**9}
+
+
+def sizes(text: str) -> list[int]:
+    """'250K,1M,1.43G' -> [250000, 1000000, 1430000000]."""
+    return [int(float(s[:-1]) * _UNITS[s[-1]]) if s[-1] in _UNITS else int(s) for s in text.upper().split(",") if s]
+
+
+def _totals_agree(dataset: str, duck_parquet: str) -> bool:
+    """The import's n-gram count and match/volume totals (manifest) equal those of DuckDB's output."""
+    with open(os.path.join(dataset, "_manifest.json")) as fh:
+        orders = json.load(fh)["orders"].values()
+    ours = tuple(sum(o[k] for o in orders) for k in ("ngrams", "match_count", "volume_count"))
+    theirs = duckdb.connect().execute(
+        f"SELECT count(*), sum(match_count), sum(volume_count) FROM '{duck_parquet}'").fetchone()
+    return ours == tuple(int(x) for x in theirs)
+
+
+def measure_size(workdir: str, shape: str, rows: int, clean: bool) -> dict:
+    folder = os.path.join(workdir, f"{shape}-{rows}")
+    print(f"  shape {shape}, {rows:,} rows: generating ...", file=sys.stderr, flush=True)
+    stamp = scale.generate(folder, shape, rows)
+    files = [os.path.join(folder, name) for name in sorted(stamp["files"])]
+    dataset, duck = os.path.join(workdir, "out"), os.path.join(workdir, "duckdb.parquet")
+    print("    embedded import ...", file=sys.stderr, flush=True)
+    ours = run(_import([folder], dataset, "--pos", "keep"), env={"PYTHONPATH": ROOT})
+    print("    DuckDB ...", file=sys.stderr, flush=True)
+    theirs = run(_peer(_PEERS[shape], duck, files), env={"PYTHONPATH": ROOT})
+    agree = ours.returncode == 0 and theirs.returncode == 0 and _totals_agree(dataset, duck)
+    shutil.rmtree(dataset, ignore_errors=True)
+    if os.path.exists(duck):
+        os.remove(duck)
+    if clean:
+        shutil.rmtree(folder)
+    return {"shape": shape, "stamp": stamp, "import": ours, "duckdb": theirs, "agree": agree}
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def _outcome(m: Measurement, rows: int) -> list[str]:
+    if m.returncode != 0:
+        return [f"failed (exit {m.returncode}) after {m.wall_seconds:.0f} s", "", _mib(m.peak_rss_bytes)]
+    return [f"{m.wall_seconds:,.1f}", f"{rows / m.wall_seconds / 1e6:.2f}M", _mib(m.peak_rss_bytes)]
+
+
+def report(results: list[dict], command: str) -> str:
+    lines = [
+        START,
+        f"Reproduce: `{command}` (corpora are generated once into the work folder and reused). "
+        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
+        "peak RSS is the whole process tree's, sampled every 50 ms; embedded import with `--pos keep`, "
+        "DuckDB with 2 threads (`benchmarks/peers.py`).",
+        "",
+        "| shape | rows | distinct n-grams | gzip | generated, M rows per CPU s | import wall s | import rows/s "
+        "| import peak RSS | RSS per distinct n-gram | DuckDB wall s | DuckDB rows/s | DuckDB peak RSS "
+        "| totals equal |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in results:
+        stamp, ours = r["stamp"], r["import"]
+        per_ngram = f"{ours.peak_rss_bytes / stamp['distinct']:,.0f} B" if ours.returncode == 0 else ""
+        cells = [r["shape"], f"{stamp['rows']:,}", f"{stamp['distinct']:,}",
+                 f"{sum(stamp['files'].values()) / 1e6:,.0f} MB", f"{stamp['rows'] / stamp['cpu_seconds'] / 1e6:.1f}",
+                 *_outcome(ours, stamp["rows"]), per_ngram,
+                 *_outcome(r["duckdb"], stamp["rows"]), "yes" if r["agree"] else "**no**"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def update_benchmarks_md(section: str) -> None:
+    path = os.path.join(ROOT, "BENCHMARKS.md")
+    with open(path) as fh:
+        text = fh.read()
+    if START in text and END in text:
+        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def _call_site(frames, depth: int = 3) -> str:
+    """The innermost Beam or ngramflow frames of a stack, as file:line of each."""
+    ours = [f for f in frames if "apache_beam" in f[1] or (ROOT in f[1] and ".venv" not in f[1])]
+    return " <- ".join(f"{f[0]} {f[1].split('apache_beam/')[-1].replace(ROOT + '/', '')}:{f[2]}" for f in ours[:depth])
+
+
+def _native_site(frames) -> str:
+    """For allocations without a Python frame (e.g. Arrow's threads): the first function that is no allocator."""
+    allocating = ("lloc", "Buffer", "Reserve", "Resize")
+    return "(native) " + next((f[0] for f in frames if not any(a in f[0] for a in allocating)), "?")[:100]
+
+
+def breakdown(capture: str, at: str, top: int) -> None:
+    """Live bytes per call site at the RSS (or tracked heap) peak of a memray capture."""
+    import memray  # only for this mode
+
+    reader = memray.FileReader(capture)
+    snapshots = list(reader.get_memory_snapshots())
+    peak = max(range(len(snapshots)), key=lambda i: getattr(snapshots[i], at))
+    records, _ = reader.get_temporal_high_water_mark_allocation_records(merge_threads=True)
+    sites: dict[str, int] = {}
+    for record in records:
+        live = sum(i.n_bytes for i in record.intervals if i.allocated_before_snapshot <= peak
+                   and (i.deallocated_before_snapshot is None or i.deallocated_before_snapshot > peak))
+        if live:
+            site = _call_site(record.stack_trace()) or _native_site(record.native_stack_trace())
+            sites[site] = sites.get(site, 0) + live
+    print(f"{at} peak: RSS {_mib(snapshots[peak].rss)}, {(snapshots[peak].time - snapshots[0].time) / 1000:.1f} s "
+          f"into the run; tracked live allocations {_mib(sum(sites.values()))}:")
+    for site, size in sorted(sites.items(), key=lambda item: -item[1])[:top]:
+        print(f"{_mib(size):>12}  {site}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows-a", default=DEFAULT_ROWS["a"], help="sizes of shape a (2012 1-grams), in rows")
+    parser.add_argument("--rows-b", default=DEFAULT_ROWS["b"], help="sizes of shape b (2020 2-grams), in year rows")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ngramflow-scale"),
+                        help="corpora (kept for reuse) and outputs (deleted after each run)")
+    parser.add_argument("--clean", action="store_true", help="delete each corpus after its measurements")
+    parser.add_argument("--no-write", action="store_true", help="print the table only, leave BENCHMARKS.md")
+    parser.add_argument("--breakdown", metavar="RUN.bin", help="only print where a memray capture's RSS peak goes")
+    parser.add_argument("--at", choices=("rss", "heap"), default="rss", help="--breakdown at the largest RSS or heap")
+    parser.add_argument("--top", type=int, default=15, help="call sites --breakdown prints")
+    args = parser.parse_args(argv)
+    if args.breakdown:
+        breakdown(args.breakdown, args.at, args.top)
+        return 0
+    os.makedirs(args.workdir, exist_ok=True)
+    results = [measure_size(args.workdir, shape, rows, args.clean)
+               for shape, text in (("a", args.rows_a), ("b", args.rows_b)) for rows in sizes(text)]
+    custom = [f"--rows-{s} {t}" for s, t in (("a", args.rows_a), ("b", args.rows_b)) if t != DEFAULT_ROWS[s]]
+    command = f"python -m benchmarks.scale {' '.join(custom)}" if custom else "make bench-scale"
+    section = report(results, command)
+    print(section)
+    if not args.no_write:
+        update_benchmarks_md(section)
+    return 0 if all(r["agree"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
