@@ -210,11 +210,12 @@ def report(results, meta, scaling, stage, command: str) -> str:
     return "\n".join(lines)
 
 
-def update_benchmarks_md(section: str) -> None:
+def update_benchmarks_md(section: str, start: str = START, end: str = END) -> None:
+    """Replace the text between the markers START and END of BENCHMARKS.md with SECTION (or append it)."""
     path = os.path.join(ROOT, "BENCHMARKS.md")
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    if START in text and END in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
+    if start in text and end in text:
+        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     with open(path, "w") as fh:

@@ -30,7 +30,7 @@ import tempfile
 
 import duckdb
 
-from benchmarks.bench import ROOT, _import, _peer
+from benchmarks.bench import ROOT, _import, _peer, update_benchmarks_md
 from benchmarks.measure import Measurement, run
 from ngramflow.corpus import scale
 
@@ -109,18 +109,6 @@ def report(results: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
-def update_benchmarks_md(section: str) -> None:
-    path = os.path.join(ROOT, "BENCHMARKS.md")
-    with open(path) as fh:
-        text = fh.read()
-    if START in text and END in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(path, "w") as fh:
-        fh.write(text)
-
-
 def _call_site(frames, depth: int = 3) -> str:
     """The innermost Beam or ngramflow frames of a stack, as file:line of each."""
     ours = [f for f in frames if "apache_beam" in f[1] or (ROOT in f[1] and ".venv" not in f[1])]
@@ -177,7 +165,7 @@ def main(argv=None) -> int:
     section = report(results, command)
     print(section)
     if not args.no_write:
-        update_benchmarks_md(section)
+        update_benchmarks_md(section, START, END)
     return 0 if all(r["agree"] for r in results) else 1
 
 

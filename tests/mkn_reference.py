@@ -72,3 +72,21 @@ class ArpaModel:
             total += self.log10_prob(word, history)
             history = history + (word,)
         return total
+
+
+# The order-2 model of the text "a b / a b / b", computed by hand:
+# unigram adjusted counts: a 1 (<s> a), b 2 (<s> b, a b), _END_ 1 (b _END_); t1=2, t2=1, t3=0 -> KenLM's
+# fallback 0.5 1 1.5: sum 4, gamma = (0.5*2 + 1*1)/4 = 1/2, |V| = 4 (<unk> a b _END_), uniform share 1/8.
+# Bigrams keep raw counts: t = (1, 2, 1, 0), Y = 1/5, D1 = 1 - 2 Y 2 = 0.2, D2 = 2 - 3 Y/2 = 1.7, D3+ = 3.
+# Contexts: _START_ {a:2, b:1} sum 3, gamma = (0.2 + 1.7)/3; a {b:2} gamma 1.7/2; b {_END_:3} gamma 3/3.
+SHORT_TEXT = "a b\na b\nb\n"
+_G_START, _G_A = 1.9 / 3, 0.85
+#: n-gram: (adjusted count, probability, backoff, or None at the highest order)
+SHORT_TEXT_ORDER_2 = {
+    "<unk>": (0, 1 / 8, 1), "_START_": (0, 1, _G_START), "_END_": (1, 0.5 / 4 + 1 / 8, 1),
+    "a": (1, 0.5 / 4 + 1 / 8, _G_A), "b": (2, 1 / 4 + 1 / 8, 1),
+    "_START_ a": (2, (2 - 1.7) / 3 + _G_START * 0.25, None),
+    "_START_ b": (1, (1 - 0.2) / 3 + _G_START * 0.375, None),
+    "a b": (2, (2 - 1.7) / 2 + _G_A * 0.375, None),
+    "b _END_": (3, (3 - 3) / 3 + 1.0 * 0.25, None),
+}

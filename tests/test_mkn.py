@@ -18,7 +18,7 @@ import pytest
 
 from conftest import SAMPLE, import_ok, run_cli
 from ngramflow.corpus.text import count_ngrams, sentences, write_2012
-from mkn_reference import ArpaModel
+from mkn_reference import SHORT_TEXT, SHORT_TEXT_ORDER_2, ArpaModel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LMPLZ_ZEN = os.path.join(HERE, "data", "mkn", "zen-order3.lmplz")
@@ -57,20 +57,8 @@ def assert_model(actual: dict, expected: dict):
 
 
 def test_short_sentences_order_2_by_hand(tmp_path):
-    dataset = text_dataset(tmp_path, "a b\na b\nb\n", 2)
-    # Unigram adjusted counts: a 1 (<s> a), b 2 (<s> b, a b), _END_ 1 (b _END_); t1=2, t2=1, t3=0 -> fallback
-    # 0.5 1 1.5: sum 4, gamma = (0.5*2 + 1*1)/4 = 1/2, |V| = 4 (<unk> a b _END_), uniform share 1/8.
-    # Bigrams keep raw counts: t = (1, 2, 1, 0), Y = 1/5, D1 = 1 - 2 Y 2 = 0.2, D2 = 2 - 3 Y/2 = 1.7, D3+ = 3.
-    # Contexts: _START_ {a:2, b:1} sum 3, gamma = (0.2 + 1.7)/3; a {b:2} gamma 1.7/2; b {_END_:3} gamma 3/3.
-    g_start, g_a = 1.9 / 3, 0.85
-    assert_model(model_of(dataset), {
-        "<unk>": (0, 1 / 8, 1), "_START_": (0, 1, g_start), "_END_": (1, 0.5 / 4 + 1 / 8, 1),
-        "a": (1, 0.5 / 4 + 1 / 8, g_a), "b": (2, 1 / 4 + 1 / 8, 1),
-        "_START_ a": (2, (2 - 1.7) / 3 + g_start * 0.25, None),
-        "_START_ b": (1, (1 - 0.2) / 3 + g_start * 0.375, None),
-        "a b": (2, (2 - 1.7) / 2 + g_a * 0.375, None),
-        "b _END_": (3, (3 - 3) / 3 + 1.0 * 0.25, None),
-    })
+    dataset = text_dataset(tmp_path, SHORT_TEXT, 2)
+    assert_model(model_of(dataset), SHORT_TEXT_ORDER_2)  # computed by hand in mkn_reference.py
     section = mkn_manifest(dataset)
     assert section["orders"]["1"]["discounts"] == [0.5, 1.0, 1.5]
     assert section["orders"]["1"]["fallback_reason"] == "no 1-grams have adjusted count 3 (t3 = 0)"

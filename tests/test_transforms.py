@@ -10,6 +10,8 @@ import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from mkn_reference import SHORT_TEXT, SHORT_TEXT_ORDER_2
+
 from ngramflow.corpus.text import count_ngrams, sentences
 from ngramflow.transforms.collapse import collapse
 from ngramflow.transforms.columnar import run_starts
@@ -98,19 +100,11 @@ def test_totalling_merges_every_run_of_an_ngram_and_applies_the_minimum_count():
 
 
 def test_mkn_stage_on_a_tiny_text_gives_the_hand_computed_model():
-    # The order-2 model of "a b / a b / b", computed by hand in test_mkn.py
+    # The order-2 model of "a b / a b / b", computed by hand in mkn_reference.py
     # (test_short_sentences_order_2_by_hand): |V| = 4, unigram discounts are
     # KenLM's fallback (t3 = 0), bigram discounts 0.2, 1.7, 3 from t = 1, 2, 1, 0.
-    counts = count_ngrams(sentences(["a b", "a b", "b"]), 2)
-    g_start, g_a = 1.9 / 3, 0.85
-    expected = {  # n-gram: (adjusted count, probability, backoff or None at the highest order)
-        "<unk>": (0, 1 / 8, 1), "_START_": (0, 1, g_start), "_END_": (1, 0.5 / 4 + 1 / 8, 1),
-        "a": (1, 0.5 / 4 + 1 / 8, g_a), "b": (2, 1 / 4 + 1 / 8, 1),
-        "_START_ a": (2, (2 - 1.7) / 3 + g_start * 0.25, None),
-        "_START_ b": (1, (1 - 0.2) / 3 + g_start * 0.375, None),
-        "a b": (2, (2 - 1.7) / 2 + g_a * 0.375, None),
-        "b _END_": (3, (3 - 3) / 3 + 1.0 * 0.25, None),
-    }
+    counts = count_ngrams(sentences(SHORT_TEXT.splitlines()), 2)
+    expected = SHORT_TEXT_ORDER_2
     model_rows = [(ngram, ngram.count(" ") + 1, count, math.log10(prob), None if b is None else math.log10(b))
                   for ngram, (count, prob, b) in expected.items()]
 
