@@ -22,12 +22,12 @@ def _fmt_count(n: float) -> str:
 
 
 class ProgressReporter(threading.Thread):
-    def __init__(self, progress_dir: str, total_files: int, total_bytes: int, stream=sys.stderr,
+    def __init__(self, progress_dir: str, total_files: int, total_bytes: int, stream=None,
                  interval: float | None = None):
         super().__init__(daemon=True)
         self.progress_dir, self.total_files, self.total_bytes = progress_dir, total_files, total_bytes
-        self.stream = stream
-        self.tty = stream.isatty()
+        self.stream = stream or sys.stderr  # the stderr of now, not of when this module was imported
+        self.tty = self.stream.isatty()
         self.interval = interval or (1.0 if self.tty else 10.0)
         self.started = time.time()
         self._halt = threading.Event()
