@@ -64,12 +64,20 @@ def _scandir(path: str) -> list[os.DirEntry]:
         raise UserError(f"cannot read input directory {path}: {err.strerror.lower()}") from None
 
 
+def _first_visit(folder: str, seen_dirs: set) -> bool:
+    """Whether FOLDER (by device and inode) is seen for the first time; a link back to it is not a second copy."""
+    info = _stat(folder)
+    key = (info.st_dev, info.st_ino)
+    if key in seen_dirs:
+        return False
+    seen_dirs.add(key)
+    return True
+
+
 def _walk(top: str, seen_dirs: set) -> list[str]:
-    """Every file below ``top``, following links; each directory (by device and inode) listed once."""
-    info = _stat(top)
-    if (info.st_dev, info.st_ino) in seen_dirs:
-        return []  # reached again through a link: its files are already listed
-    seen_dirs.add((info.st_dev, info.st_ino))
+    """Every file below ``top``, following links; each directory listed once."""
+    if not _first_visit(top, seen_dirs):
+        return []
     files = []
     for entry in _scandir(top):
         kind = _stat(entry.path).st_mode
@@ -98,10 +106,8 @@ def _glob(pattern: str) -> list[str]:
 def _match(folder: str, parts: list[str], seen_dirs: set) -> list[str]:
     head, rest = parts[0], parts[1:]
     if head == "**":
-        info = _stat(folder)
-        if (info.st_dev, info.st_ino) in seen_dirs:
-            return []  # reached again through a link: already matched
-        seen_dirs.add((info.st_dev, info.st_ino))
+        if not _first_visit(folder, seen_dirs):
+            return []
         found = _match(folder, rest, set()) if rest else []
         for entry in _scandir(folder):
             if not entry.name.startswith(".") and stat.S_ISDIR(_stat(entry.path).st_mode):

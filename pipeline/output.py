@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import time
+from pathlib import PurePath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,15 +35,11 @@ from apache_beam.io.filesystems import FileSystems
 from ngramflow.errors import UserError
 from ngramflow.schemas.layout import BUILD, BUILD_MARKER, INCOMPLETE, JOURNAL, MANIFEST, MKN_INCOMPLETE, SPILL, WORK
 from ngramflow.schemas.manifest import parse_manifest
+from ngramflow.transforms.sinks import write_then_rename
 
 
 def _is_local(path: str) -> bool:
     return "://" not in path
-
-
-def _escape(path: str) -> str:
-    """A path as a file pattern that matches only itself (``run[1]`` is a name, not a character class)."""
-    return glob.escape(path)
 
 
 def _os_error(path: str, err: OSError) -> UserError:
@@ -87,7 +84,7 @@ class OutputDir:
             if not os.path.isdir(path):
                 return []
             return sorted(e.path for e in os.scandir(path) if e.is_file() and e.name.endswith(suffix))
-        pattern = FileSystems.join(_escape(path), "*" + suffix)
+        pattern = FileSystems.join(glob.escape(path), "*" + suffix)  # run[1] is a name, not a pattern
         return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
 
     def files(self) -> dict[str, int]:
@@ -97,7 +94,7 @@ class OutputDir:
                     for root, _, names in os.walk(self.path) for name in names}
         start = len(self.path) + 1
         return {m.path[start:]: m.size_in_bytes
-                for m in FileSystems.match([FileSystems.join(_escape(self.path), "**")])[0].metadata_list}
+                for m in FileSystems.match([FileSystems.join(glob.escape(self.path), "**")])[0].metadata_list}
 
     def read_records(self, folder: str) -> list:
         """The JSON records the pipeline wrote under FOLDER (one per file)."""
@@ -114,11 +111,7 @@ class OutputDir:
         self.write_parquet(FileSystems.join(folder, "part-00000-of-00001.parquet"), schema.empty_table())
 
     def write_parquet(self, name: str, table: pa.Table) -> None:
-        path = self.join(name)
-        if _is_local(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        with FileSystems.create(path) as fh:
-            pq.write_table(table, fh)
+        write_then_rename(self.join(name), lambda fh: pq.write_table(table, fh))
 
     def parquet_rows(self, folder: str) -> int:
         """Rows in folder/*.parquet, from the files' footers."""
@@ -137,10 +130,7 @@ class OutputDir:
 
     def write_json(self, name: str, record: dict) -> None:
         """Write a JSON file atomically: temporary name, then rename."""
-        tmp = self.join(name + ".tmp")
-        with FileSystems.create(tmp) as fh:
-            fh.write(json.dumps(record, indent=2, sort_keys=True).encode())
-        FileSystems.rename([tmp], [self.join(name)])
+        write_then_rename(self.join(name), lambda fh: fh.write(json.dumps(record, indent=2, sort_keys=True).encode()))
 
     def delete(self, names) -> None:
         """Delete these files or folders below this one where they exist."""
@@ -214,7 +204,7 @@ class DatasetDir(OutputDir):
             self._listed_files()  # a dataset that cannot say what it holds cannot be replaced safely
             note = f"replacing the dataset in {self.path} once the new one is complete"
         else:
-            if not self._holds_ours() and (foreign := self._foreign_entries()):
+            if not self._holds_ours() and (foreign := self._entries()):
                 raise UserError(f"output {self.path} is not empty and is not an ngramflow dataset "
                                 f"(it holds {', '.join(sorted(foreign)[:3])}); choose a new directory")
             if self.exists(INCOMPLETE):
@@ -282,7 +272,7 @@ class DatasetDir(OutputDir):
             self._delete_listed(replaced)
         self._move_in(build, staged)
         self.write_manifest(manifest)
-        self.delete([BUILD, INCOMPLETE] + [n for n in (MKN_INCOMPLETE,) if self._owns_marker(n)])
+        self.delete([BUILD, INCOMPLETE] + ([MKN_INCOMPLETE] if self._owns_marker(MKN_INCOMPLETE) else []))
         return manifest
 
     def delete_listed(self, manifest: dict, prefix: str) -> dict:
@@ -310,8 +300,8 @@ class DatasetDir(OutputDir):
         self.delete(files)
         if not _is_local(self.path):
             return
-        folders = {os.path.dirname(rel) for rel in files}
-        folders |= {parent for folder in folders for parent in _parents(folder)}
+        # Every folder above a deleted file, deepest first; "." is the dataset itself, never removed.
+        folders = {str(parent) for rel in files for parent in PurePath(rel).parents} - {"."}
         for folder in sorted(folders, key=lambda f: -f.count(os.sep)):
             with contextlib.suppress(OSError):  # not empty: somebody else's files are in it
                 os.rmdir(self.join(folder))
@@ -348,16 +338,8 @@ class DatasetDir(OutputDir):
         and anything else in it is the user's, to be left alone."""
         return self._owns_marker(INCOMPLETE) or self._owns_build()
 
-    def _foreign_entries(self) -> list[str]:
+    def _entries(self) -> list[str]:
         if not _is_local(self.path) or not os.path.isdir(self.path):
             return []
         return os.listdir(self.path)
 
-
-def _parents(folder: str) -> list[str]:
-    parents = []
-    while folder:
-        folder = os.path.dirname(folder)
-        if folder:
-            parents.append(folder)
-    return parents

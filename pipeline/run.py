@@ -205,8 +205,9 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         wall_seconds=wall_seconds,
         mkn=finish_mkn(out, opts.mkn) if opts.mkn else None,
         flink=None if runner_info is None else runner_info.recorded(),
+        aggregation=totalled,
     )
-    return target.publish(manifest.to_json() | {"aggregation": totalled})
+    return target.publish(manifest.to_json())
 
 
 def aggregation_line(totalled: dict) -> str:

@@ -104,6 +104,7 @@ class Manifest:
     wall_seconds: float | None = None
     mkn: MknSection | None = None
     flink: dict | None = None  # the Flink run, as FlinkRunInfo.recorded() gives it
+    aggregation: dict | None = None  # how the n-grams were totalled (pipeline/graph.py aggregation())
     created: str = field(default_factory=_utc_now)
 
     def to_json(self) -> dict:
@@ -123,6 +124,8 @@ class Manifest:
             manifest["wall_seconds"] = self.wall_seconds
         if self.flink is not None:
             manifest["flink"] = self.flink
+        if self.aggregation is not None:
+            manifest["aggregation"] = self.aggregation
         return with_mkn(manifest, self.mkn)
 
 
