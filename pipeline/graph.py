@@ -1,17 +1,21 @@
 """Assemble the import pipeline: the data's story from files to Parquet."""
 
+import os
+
 import apache_beam as beam
 
 from ngramflow import schemas
-from ngramflow.pipeline.mkn import build_mkn
+from ngramflow.pipeline.mkn import build_mkn, read_ngram_parts
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import mkn_parts, shard_count, spill_bytes, work_unit_bytes
-from ngramflow.transforms.total import SummarizeOrders, TotalNgrams, TotalNgramsOnDisk, files_by_order
+from ngramflow.transforms.sizing import mkn_parts, range_rows, shard_count, spill_bytes, work_unit_bytes
+from ngramflow.transforms.spill import TotalNgramsOnDisk
+from ngramflow.transforms.total import SumOrderTotals, SummarizeOrders, TotalNgrams, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
+from ngramflow.transforms.vocabulary_sort import NumberVocabularyOnDisk
 
 
 def spills(opts: ImportOptions) -> bool:
@@ -22,9 +26,9 @@ def spills(opts: ImportOptions) -> bool:
 
 
 class ImportNgrams(beam.PTransform):
-    """(path, size) of n-gram files -> (shard, n-gram table) pieces, each shard's in n-gram order; vocabulary
-    and reject tables, and statistics. Spilling, the part files of each shard and order are written as the
-    pieces come; otherwise they are named tables ("ngram_files") for WriteTables."""
+    """(path, size) of n-gram files -> the data's outputs: named tables to write ("ngram_files",
+    "vocabulary"), or on the spill path the n-gram and vocabulary files written as they come and the
+    records of the part files' n-gram ranges ("ranges"); reject tables, and statistics."""
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int, out: OutputDir, spill: bool):
         super().__init__()
@@ -32,25 +36,34 @@ class ImportNgrams(beam.PTransform):
 
     def expand(self, files):
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
-        schema = schemas.ngrams_schema(self.settings.keep_years)
-        named = {}
+        common = {"rejects": parsed.rejects, "file_stats": parsed.file_stats}
         if self.spill:
-            ngrams = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
-                self.min_count, self.shards, self.out.join(layout.SPILL), spill_bytes(), self.out.path, schema)
-        else:
-            ngrams = parsed.runs | "Total each n-gram across files" >> TotalNgrams(self.min_count, self.shards)
-            named["ngram_files"] = ngrams | "Split each shard by order" >> beam.FlatMapTuple(files_by_order)
-        return named | {
+            scratch, budget = self.out.join(layout.SPILL), spill_bytes()
+            totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
+                self.min_count, scratch, budget, range_rows(), self.out.path,
+                schemas.ngrams_schema(self.settings.keep_years))
+            totals["token_runs"] | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
+                scratch, budget, self.out.join(layout.VOCABULARY))
+            return common | {
+                "ranges": totals["parts"] | "Name each range" >> beam.Map(lambda p: (range_name(p), p)),
+                "order_stats": totals["order_totals"] | "Sum each order" >> SumOrderTotals(),
+            }
+        ngrams = parsed.runs | "Total each n-gram across files" >> TotalNgrams(self.min_count, self.shards)
+        return common | {
             "ngrams": ngrams,
+            "ngram_files": ngrams | "Split each shard by order" >> beam.FlatMapTuple(files_by_order),
             "vocabulary": ngrams | "Build the vocabulary" >> BuildVocabulary(self.shards),
-            "rejects": parsed.rejects,
-            "file_stats": parsed.file_stats,
             "order_stats": ngrams | "Summarize each order" >> SummarizeOrders(),
         }
 
 
+def range_name(part: dict) -> str:
+    return f"order-{part['order']}-{os.path.basename(part['file']).removesuffix('.parquet')}"
+
+
 def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None):
-    """Add the whole import, from the file list to every output file, to ``pipeline``."""
+    """Add the whole import, from the file list to every output file, to ``pipeline``; on the spill path
+    the MKN stage is a pipeline of its own, after this one (pipeline/run.py)."""
     input_bytes = sum(size for _, size in files)
     shards = shard_count(input_bytes)
     settings = opts.read_settings(progress_dir)
@@ -61,12 +74,22 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     )
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
-    results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
+        results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
+    if "ranges" in results:
+        results["ranges"] | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES))
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
-    if opts.mkn:
+    if opts.mkn and "ngrams" in results:
         build_mkn(results["ngrams"] | "N-gram tables" >> beam.Values(), out, opts.mkn, mkn_parts(input_bytes))
+
+
+def build_mkn_on_parts(pipeline: beam.Pipeline, opts: ImportOptions, out: OutputDir, orders: list[int],
+                       input_bytes: int):
+    """The spill path's MKN stage, a pipeline of its own over the part files the import wrote: n-gram
+    tables never cross the embedded runner's stages."""
+    present = [order for order in orders if order <= opts.mkn.order]
+    build_mkn(read_ngram_parts(pipeline, out, present), out, opts.mkn, mkn_parts(input_bytes))
 
 
 def aggregation(opts: ImportOptions, out: OutputDir) -> dict:

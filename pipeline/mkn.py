@@ -70,6 +70,16 @@ def check_arpa_target(path: str, overwrite: bool) -> None:
         raise UserError(f"the folder of ARPA file {path} does not exist")
 
 
+def read_ngram_parts(pipeline: beam.Pipeline, out: OutputDir, orders: list[int]):
+    """The (ngram, match_count) tables of the part files of ORDERS in OUT, as the MKN stage's input."""
+    return [
+        pipeline
+        | f"List order-{order} files" >> beam.Create(out.list_files(layout.ngrams_folder(order), ".parquet"))
+        | f"Read order-{order} n-grams" >> beam.io.ReadAllFromParquetBatched(columns=["ngram", "match_count"])
+        for order in orders
+    ] | "All n-grams" >> beam.Flatten()
+
+
 def ngram_counts(table: pa.Table, max_order: int):
     """(ngram, match count) pairs of an n-gram table's rows of orders 1..max_order."""
     table = table.filter(pc.less_equal(order_of(table["ngram"]), max_order))

@@ -12,7 +12,7 @@ import time
 import apache_beam as beam
 
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
+from ngramflow.pipeline.mkn import MknSettings, build_mkn, finish_mkn, read_ngram_parts, write_arpa
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import DatasetDir
 from ngramflow.pipeline.run import pipeline_options
@@ -67,13 +67,7 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, options: I
     started = time.time()
     try:
         pipeline = beam.Pipeline(options=pipeline_options(options))
-        tables = [
-            pipeline
-            | f"List order-{order} files" >> beam.Create(out.list_files(layout.ngrams_folder(order), ".parquet"))
-            | f"Read order-{order} n-grams" >> beam.io.ReadAllFromParquetBatched(columns=["ngram", "match_count"])
-            for order in orders
-        ] | "All n-grams" >> beam.Flatten()
-        build_mkn(tables, build, settings, mkn_parts(input_bytes(manifest)))
+        build_mkn(read_ngram_parts(pipeline, out, orders), build, settings, mkn_parts(input_bytes(manifest)))
         pipeline.run().wait_until_finish()
         section = finish_mkn(build, settings)
     except KeyboardInterrupt:

@@ -18,7 +18,7 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import aggregation, build_import
+from ngramflow.pipeline.graph import aggregation, build_import, build_mkn_on_parts, spills
 from ngramflow.pipeline.inputs import expand_inputs
 from ngramflow.pipeline.mkn import fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
@@ -28,6 +28,7 @@ from ngramflow.schemas import layout
 from ngramflow.schemas.manifest import ImportRecord, Manifest, OrderTotals, command_line
 from ngramflow.transforms.mkn.discount import DiscountError
 from ngramflow.transforms.read import InputFileError, merge_file_stats
+from ngramflow.transforms.spill import range_index
 
 @dataclass
 class ImportResult:
@@ -191,10 +192,14 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     out.ensure_parquet(layout.REJECTS, schemas.REJECTS)
     orders = {s["order"]: OrderTotals(s["ngrams"], s["match_count"], s["volume_count"])
               for s in out.read_records(layout.ORDER_STATS)}
-    wall_seconds = round(time.time() - started, 3)
     if opts.mkn and opts.mkn.order not in orders:
         raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
                         f"again with an order it has ({', '.join(map(str, sorted(orders))) or 'none'})")
+    if opts.mkn and spills(opts):
+        pipeline = beam.Pipeline(options=pipeline_options(opts))
+        build_mkn_on_parts(pipeline, opts, out, sorted(orders), sum(size for _, size in files))
+        pipeline.run().wait_until_finish()
+    wall_seconds = round(time.time() - started, 3)
     manifest = Manifest(
         command=command_line(),
         options=opts.recorded(),
@@ -206,6 +211,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         mkn=finish_mkn(out, opts.mkn) if opts.mkn else None,
         flink=None if runner_info is None else runner_info.recorded(),
         aggregation=totalled,
+        ranges=range_index(out.read_records(layout.RANGES)) if spills(opts) else None,
     )
     return target.publish(manifest.to_json())
 

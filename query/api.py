@@ -116,6 +116,11 @@ class DatasetQueries:
     def _views(self) -> duckdb.DuckDBPyConnection:
         return self._dataset.connect(views=True)
 
+    def _source(self, ngram: lookups.Ngram, ignore_case: bool) -> str | None:
+        """The files that can hold NGRAM: the one part file of its range, or all of its order when case
+        variants, which lie anywhere, count too."""
+        return self._dataset.ngrams_of_order(ngram.order, *(() if ignore_case else ngram.exact))
+
     def _ngrams(self, typed: tuple) -> list[lookups.Ngram]:
         """The n-grams to look up, each once, with a note for any order the dataset lacks."""
         ds = self._dataset
@@ -138,7 +143,7 @@ class DatasetQueries:
         order's files instead of a point look-up.
         """
         ds = self._dataset
-        rows = [lookups.count(self._lookups, ds.ngrams_of_order(ng.order), ng, ignore_case, ds.keep_years)
+        rows = [lookups.count(self._lookups, self._source(ng, ignore_case), ng, ignore_case, ds.keep_years)
                 for ng in self._ngrams(ngrams)]
         return _table(COUNT.append(VARIANTS) if ignore_case else COUNT, rows)
 
@@ -157,7 +162,7 @@ class DatasetQueries:
         if normalize:
             ds.require_totalcounts()
         ngrams = self._ngrams(ngrams)
-        counts = [lookups.yearly_counts(self._lookups, ds.ngrams_of_order(ng.order), ng, ignore_case)
+        counts = [lookups.yearly_counts(self._lookups, self._source(ng, ignore_case), ng, ignore_case)
                   for ng in ngrams]
         years = year_series.year_span(counts)
         columns = [year_series.values(c, years) for c in counts]
@@ -183,7 +188,7 @@ class DatasetQueries:
             raise UserError(f"a prefix has at most {schemas.MAX_ORDER - 1} tokens: n-grams have at most "
                             f"{schemas.MAX_ORDER}")
         order = prefix.order + 1
-        rows = lookups.continuations(self._lookups, ds.ngrams_of_order(order), prefix, top)
+        rows = lookups.continuations(self._lookups, ds.ngrams_of_order(order, *prefix.continuing), prefix, top)
         if order not in ds.orders:
             self._note(f"{ds.path} has no {order}-grams (its orders: {self._orders()}), so no continuations")
         elif not rows:

@@ -11,6 +11,7 @@ access to files is limited to the dataset directory and locked (see connect).
 Nothing here imports Beam: a query's process starts in a fraction of a second.
 """
 
+import bisect
 import functools
 import glob
 import os
@@ -112,11 +113,23 @@ class Dataset:
                             f"'ngramflow mkn {self.path} --order N --overwrite'")
         return self.model_order
 
-    def ngrams_of_order(self, order: int) -> str | None:
-        """The n-grams of one order as a table expression that reads only ngrams/order=N/ (None: no such order)."""
+    def ngrams_of_order(self, order: int, lo: str | None = None, hi: str | None = None) -> str | None:
+        """The n-grams of one order as a table expression that reads only ngrams/order=N/ (None: no such order).
+
+        With a key range [lo, hi), and part files that are contiguous n-gram ranges (the manifest's
+        "ranges"), only the part files that can hold a key of the range are read: one for a point
+        look-up. None when no file can.
+        """
         if order not in self.orders:
             return None
-        return _read_parquet(self._files(layout.parts(layout.ngrams_folder(order))), partitioned=False)
+        ranges = self.manifest.get("ranges", {}).get(str(order))
+        if lo is None or ranges is None:
+            return _read_parquet(self._files(layout.parts(layout.ngrams_folder(order))), partitioned=False)
+        # Ranges are disjoint and in n-gram order: their first and last n-grams are both sorted.
+        start = bisect.bisect_left(ranges, lo, key=lambda r: r[2])
+        stop = bisect.bisect_left(ranges, hi, key=lambda r: r[1])
+        files = [glob.escape(os.path.join(self._root, name)) for name, _, _ in ranges[start:stop]]
+        return _read_parquet(files, partitioned=False) if files else None
 
     def _files(self, pattern: str) -> list[str]:
         """The dataset's files that match ``pattern``, listed here so that only the dataset's own directory is

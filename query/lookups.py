@@ -2,9 +2,11 @@
 
 Every look-up reads only the files of the order it wants (``source``, from
 Dataset.ngrams_of_order; None when the dataset lacks the order, which finds
-nothing). Part files are sorted by n-gram, so an exact match or a prefix
-range reads only the row groups whose min/max statistics can hold it.
-``--ignore-case`` cannot use those statistics and scans the order's files.
+nothing), and of those only the part files whose n-gram range can hold the key
+range a look-up wants (``exact`` or ``continuing``), when the dataset records
+ranges. Part files are sorted by n-gram, so an exact match or a prefix range
+then reads only the row groups whose min/max statistics can hold it.
+``--ignore-case`` cannot use either and scans the order's files.
 """
 
 from dataclasses import dataclass
@@ -26,6 +28,17 @@ class Ngram:
     @property
     def order(self) -> int:
         return order_of(self.text)
+
+    @property
+    def exact(self) -> tuple[str, str]:
+        """The key range [lo, hi) that holds only this n-gram."""
+        return self.text, self.text + "\0"
+
+    @property
+    def continuing(self) -> tuple[str, str]:
+        """The key range of every n-gram that continues this one by a token: tokens are separated by a
+        space (0x20) and strings compare byte by byte, so "TEXT x" for every x lies in [TEXT + ' ', TEXT + '!')."""
+        return self.text + " ", self.text + "!"
 
 
 def parse_ngram(typed: str, lowercase: bool) -> Ngram:
@@ -79,16 +92,12 @@ def year_totals(con, source: str) -> dict[int, int]:
 
 
 def continuations(con, source: str | None, prefix: Ngram, top: int) -> list[tuple]:
-    """(next token, match count, share of all continuations) of the (n+1)-grams starting with the prefix.
-
-    Tokens are separated by a space (0x20) and strings compare byte by byte, so
-    "PREFIX x" for every x lies in [PREFIX + ' ', PREFIX + '!'), a range the
-    row-group statistics prune.
-    """
+    """(next token, match count, share of all continuations) of the (n+1)-grams starting with the prefix:
+    the range Ngram.continuing, which the row-group statistics prune."""
     if source is None:
         return []
     return con.execute(f"""
         SELECT split_part(ngram, ' ', ?), match_count, match_count / sum(match_count) OVER ()
         FROM {source} WHERE ngram >= ? AND ngram < ?
         ORDER BY match_count DESC, ngram
-        LIMIT ?""", [prefix.order + 1, prefix.text + " ", prefix.text + "!", top]).fetchall()
+        LIMIT ?""", [prefix.order + 1, *prefix.continuing, top]).fetchall()

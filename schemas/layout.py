@@ -42,6 +42,8 @@ BUILD, BUILD_MARKER, JOURNAL = "_build", ".ngramflow-build", "_publish.json"
 #: Scratch records of a run (statistics for the manifest, one JSON file per element); never published.
 WORK = "_work"
 FILE_STATS, ORDER_STATS = f"{WORK}/files", f"{WORK}/orders"
+#: The n-gram range of each part file, on the spill path (transforms/spill.py), for the manifest's "ranges".
+RANGES = f"{WORK}/ranges"
 #: Scratch of the embedded runner's aggregation: sorted run files (transforms/spill.py); never published.
 SPILL = "_spill"
 MKN_ORDER_STATS, MKN_ORPHANS = f"{WORK}/mkn_orders", f"{WORK}/mkn_orphans"

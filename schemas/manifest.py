@@ -21,7 +21,7 @@ from ngramflow.schemas.layout import MANIFEST
 
 #: The version of the dataset's format: bumped whenever a column, a path of the layout or a
 #: manifest field is added, removed or changes meaning. Readers refuse a newer version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: "ranges", the n-gram range of each part file
 
 
 def command_line() -> str:
@@ -105,6 +105,9 @@ class Manifest:
     mkn: MknSection | None = None
     flink: dict | None = None  # the Flink run, as FlinkRunInfo.recorded() gives it
     aggregation: dict | None = None  # how the n-grams were totalled (pipeline/graph.py aggregation())
+    # Per order, [file, first n-gram, last n-gram] of each part file in n-gram order, when each part file
+    # is one contiguous range (transforms/spill.py range_index); None when part files are hash shards.
+    ranges: dict[str, list] | None = None
     created: str = field(default_factory=_utc_now)
 
     def to_json(self) -> dict:
@@ -126,6 +129,8 @@ class Manifest:
             manifest["flink"] = self.flink
         if self.aggregation is not None:
             manifest["aggregation"] = self.aggregation
+        if self.ranges is not None:
+            manifest["ranges"] = self.ranges
         return with_mkn(manifest, self.mkn)
 
 

@@ -5,22 +5,27 @@ merges in several passes; the result must be what DuckDB computes, and exactly
 what an import with the default budget writes.
 """
 
+import glob
 import json
 import os
 
+import apache_beam as beam
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
 
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, run_cli, vocabulary_of)
-from ngramflow.schemas import layout
-from ngramflow.transforms import columnar, spill
+from ngramflow.schemas import RESERVED_TOKENS, layout, order_of
+from ngramflow.transforms import columnar, runfiles, spill, vocabulary, vocabulary_sort
 from ngramflow.transforms.collapse import run_schema
 from ngramflow.transforms.merge import merge_runs
-from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_BYTES_VARIABLE
+from ngramflow.query.dataset import Dataset
+from ngramflow.transforms.sizing import MERGE_FANIN, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE
 
 TINY = 16 << 10
 SAMPLE_2012, SAMPLE_2020 = os.path.join(SAMPLE, "2012"), os.path.join(SAMPLE, "2020")
@@ -36,31 +41,95 @@ def random_runs(rows: int, seed: int) -> pa.Table:
     ], schema=run_schema(False))
 
 
-def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path):
-    runs, budget, shards = random_runs(20_000, 1), 8 << 10, 2
-    spiller = spill.SpillRuns(str(tmp_path), shards, budget)
+def spilled(runs: pa.Table, folder, budget: int, step: int = 2000) -> list:
+    spiller = spill.SpillRuns(str(folder), budget)
     spiller.setup()
     spiller.start_bundle()
-    refs = [ref for start in range(0, runs.num_rows, 2000) for ref in spiller.process(runs.slice(start, 2000))]
-    refs += [value.value for value in spiller.finish_bundle()]
-    by_shard = {}
-    for shard, path in refs:
-        by_shard.setdefault(shard, []).append(path)
-    assert min(len(paths) for paths in by_shard.values()) > MERGE_FANIN ** 2, "two merge passes at least"
-    totals = []
-    for shard, paths in by_shard.items():
-        pieces = list(spill.merged_pieces(str(tmp_path), shard, paths, budget))
-        assert max(p.nbytes for p in pieces) < budget, "pieces are bounded"
-        keys = pa.concat_tables(pieces)["ngram"]
-        assert keys.to_pylist() == sorted(keys.to_pylist()) and len(set(keys.to_pylist())) == len(keys)
-        totals += pieces
-    assert merge_runs(pa.concat_tables(totals)).equals(merge_runs(runs))
-    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for _, p in refs), "passes clean up"
+    refs = [ref for start in range(0, runs.num_rows, step) for ref in spiller.process(runs.slice(start, step))]
+    return refs + [value.value for value in spiller.finish_bundle()]
+
+
+def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path):
+    runs, budget = random_runs(20_000, 1), 8 << 10
+    refs = spilled(runs, tmp_path, budget)
+    assert len(refs) > MERGE_FANIN ** 2, "two merge passes at least"
+    assert sum(ref.rows for ref in refs) == sum(pa.ipc.open_file(r.path).read_all().num_rows for r in refs)
+    pieces = list(runfiles.merged(str(tmp_path), "pass", refs, merge_runs, budget))
+    assert max(p.nbytes for p in pieces) < budget, "pieces are bounded"
+    keys = pa.concat_tables(pieces)["ngram"].to_pylist()
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert merge_runs(pa.concat_tables(pieces)).equals(merge_runs(runs))
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
+
+
+@pytest.mark.parametrize("range_rows", [300, 3000, 10 ** 9])
+def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows):
+    runs, budget = random_runs(12_000, 2), 16 << 10
+    refs = spilled(runs, tmp_path, budget, step=1500)
+    ranges = spill.plan_ranges(refs, range_rows)
+    assert [index for index, *_ in ranges] == list(range(len(ranges)))
+    assert ranges[0][1] is None and ranges[-1][2] is None
+    assert all(hi == lo for (_, _, hi, _), (_, lo, _, _) in zip(ranges, ranges[1:])), "consecutive ranges"
+    total = sum(ref.rows for ref in refs)
+    if range_rows < total:
+        assert len(ranges) > 1 and len(ranges) <= total // range_rows + 1
+    pieces = []
+    for _, lo, hi, overlapping in ranges:
+        merged = list(runfiles.merged(str(tmp_path), "pass", overlapping, merge_runs, budget, lo, hi))
+        keys = [k for t in merged for k in t["ngram"].to_pylist()]
+        assert all((lo is None or k >= lo) and (hi is None or k < hi) for k in keys)
+        pieces += merged
+    assert merge_runs(pa.concat_tables(pieces)).equals(merge_runs(runs))
+    keys = pa.concat_tables(pieces)["ngram"].to_pylist()
+    assert keys == sorted(keys) and len(set(keys)) == len(keys), "ranges in order, each n-gram in one"
+
+
+def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    words = [f"w{k}" for k in range(3000)] + ["é", "_START_", "zz"]
+    grams = sorted({" ".join(rng.choice(words, n)) for n in rng.integers(1, 4, 6000)} | {"_START_", "é"})
+    counts = rng.integers(1, 50, len(grams))  # many equal counts: their ids follow the tokens' bytes
+    ngrams = pa.table({"ngram": grams, "order": order_of(pa.array(grams)).cast(pa.int8()),
+                       "match_count": counts, "volume_count": counts // 2 + 1})
+    monkeypatch.setattr(vocabulary_sort, "PART_TOKENS", 700)
+    budget = 8 << 10
+    tokens = runfiles.RunSpiller(str(tmp_path), "tokens", vocabulary.merge_tokens, budget)
+    runs = [run for start in range(0, ngrams.num_rows, 500)
+            for run in tokens.add(vocabulary.distinct_tokens(ngrams.slice(start, 500)))] + tokens.flush()
+    assert len(runs) > MERGE_FANIN, "a merge pass of token runs"
+    corpus = vocabulary_sort.number_vocabulary(runs, str(tmp_path), budget, str(tmp_path / "vocabulary"))
+    written = [tuple(row.values()) for row in pq.read_table(tmp_path / "vocabulary").to_pylist()]
+    assert corpus == len(written) - len(RESERVED_TOKENS) > 2000
+    assert len(os.listdir(tmp_path / "vocabulary")) == 1 + -(-corpus // 700), "parts of PART_TOKENS tokens"
+    with TestPipeline() as p:
+        rows = (p | beam.Create([(0, ngrams.slice(0, 4000)), (1, ngrams.slice(4000))])
+                | vocabulary.BuildVocabulary(shards=3)
+                | beam.FlatMapTuple(lambda _name, t: [tuple(r.values()) for r in t.to_pylist()]))
+        assert_that(rows, equal_to(written))
 
 
 @pytest.fixture
 def tiny_budget(monkeypatch):
     monkeypatch.setenv(SPILL_BYTES_VARIABLE, str(TINY))
+    monkeypatch.setenv(RANGE_ROWS_VARIABLE, "400")
+
+
+def check_ranges(dataset: str, manifest: dict) -> None:
+    """Each part file is one sorted n-gram range, as the manifest says; ranges of an order are disjoint,
+    in order, and cover its n-grams; a point look-up reads the one file that holds the n-gram."""
+    ds = Dataset(dataset)
+    for order, ranges in manifest["ranges"].items():
+        assert len(ranges) > 1, "several ranges"
+        assert sorted(r[0] for r in ranges) == sorted(os.path.relpath(p, dataset) for p in
+                                                      glob.glob(f"{dataset}/{layout.ngrams_folder(order)}/*"))
+        for (name, first, last), following in zip(ranges, ranges[1:] + [None]):
+            keys = pq.read_table(os.path.join(dataset, name), columns=["ngram"])["ngram"].to_pylist()
+            assert keys == sorted(keys) and keys[0] == first and keys[-1] == last
+            assert following is None or last < following[1]
+            for key in (first, keys[len(keys) // 2], last):
+                assert ds.ngrams_of_order(int(order), key, key + "\0") == \
+                    f"read_parquet(['{os.path.join(os.path.abspath(dataset), name)}'])"
+        assert ds.ngrams_of_order(int(order), "\x01", "\x02") is None, "no file holds keys below every n-gram"
 
 
 def test_tiny_budget_2012_equals_duckdb(tiny_budget, tmp_path, capsys):
@@ -70,20 +139,17 @@ def test_tiny_budget_2012_equals_duckdb(tiny_budget, tmp_path, capsys):
     manifest = json.load(open(os.path.join(dataset, layout.MANIFEST)))
     totalled = manifest["aggregation"]
     assert totalled["method"] == "sorted runs spilled to disk"
-    assert totalled["run_files"] > 2 * MERGE_FANIN, "more run files per shard (2 shards) than one merge reads"
+    assert totalled["run_files"] > MERGE_FANIN, "more run files than one merge reads"
     assert f"aggregation: sorted runs spilled to disk in {totalled['scratch']}" in capsys.readouterr().out
     assert not os.path.exists(os.path.join(dataset, layout.SPILL))
     assert not any(layout.SPILL in name for name in manifest["files"])
-    parts = [os.path.join(dataset, name) for name in manifest["files"] if name.startswith(layout.NGRAMS + "/")]
-    assert len(parts) > 2
-    for part in parts:
-        keys = pq.read_table(part, columns=["ngram"])["ngram"].to_pylist()
-        assert keys == sorted(keys), f"{part} is sorted by n-gram"
+    check_ranges(dataset, manifest)
 
 
 def test_tiny_budget_2020_equals_duckdb(tiny_budget, tmp_path):
     dataset = import_ok(SAMPLE_2020, tmp_path / "out", "--pos", "keep")
     assert_same_rows(ngrams_of(dataset), reference_2020(gz_files(SAMPLE_2020)))
+    check_ranges(dataset, json.load(open(os.path.join(dataset, layout.MANIFEST))))
 
 
 def content(dataset) -> dict:

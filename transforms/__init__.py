@@ -14,14 +14,17 @@ Each line: module, what it does, what goes in -> what comes out.
                    policy applied; what crosses the shuffle
     shards.py      tables -> (shard, sub-table) by a stable hash of a key column
     merge.py       run tables -> one row per n-gram, sorted (merge_runs; the SumRunTables combiner)
-    spill.py       run tables -> (shard, run file): sorted run files spilled within a memory budget;
-                   a shard's run files -> its totals in n-gram order, in bounded pieces (a streaming
-                   k-way merge, in passes above MERGE_FANIN files)
+    runfiles.py    tables -> sorted run files within a byte budget (RunSpiller); run files -> their
+                   rows in key order, optionally one key range, in bounded pieces (a streaming k-way
+                   merge, in passes above MERGE_FANIN files): the embedded runner's external sort
     total.py       run tables -> (shard, n-gram table) of schemas.NGRAMS rows at or above the
-                   minimum count: one table per shard merged in memory (TotalNgrams, Flink), or
-                   bounded pieces in n-gram order through spill.py, their part files written as
-                   they come (TotalNgramsOnDisk, the embedded runner); per-order totals for the manifest
+                   minimum count, one table per shard merged in memory (TotalNgrams, Flink);
+                   per-order totals for the manifest
+    spill.py       run tables -> run files -> n-gram ranges planned from their bounds -> one part
+                   file per order and range, each a contiguous sorted n-gram range, written as the
+                   range's k-way merge streams (TotalNgramsOnDisk, the embedded runner); token run files
     vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids
+    vocabulary_sort.py  token run files -> the vocabulary's part files, the same ids by an external sort
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
                    the same for files written piece by piece (StreamedTables)

@@ -68,6 +68,16 @@ def spill_bytes() -> int:
     return int(os.environ.get(SPILL_BYTES_VARIABLE, SPILL_BYTES))
 
 
+#: Run rows per n-gram range of the spill path: one part file per order and range, so files of a few
+#: tens of MB (zstd Parquet) and about one range per 2M distinct n-grams to spread over workers.
+RANGE_ROWS = 1 << 21
+#: The environment variable that sets other run rows per range (tests force many ranges with few rows).
+RANGE_ROWS_VARIABLE = "NGRAMFLOW_RANGE_ROWS"
+
+
+def range_rows() -> int:
+    return int(os.environ.get(RANGE_ROWS_VARIABLE, RANGE_ROWS))
+
 #: Run files a merge reads at once; a shard with more is merged in passes. Each file's batches are
 #: sized to 1/MERGE_FANIN of the budget, so more files at once means smaller reads.
 MERGE_FANIN = 16

@@ -1,28 +1,23 @@
-"""Total n-grams through sorted run files on disk: the aggregation whose memory does not grow with the input.
+"""Total n-grams through sorted run files on disk, into range-partitioned part files: the aggregation
+whose memory does not grow with the input (the embedded runner's).
 
-Beam's embedded runner holds every shuffled collection in memory, so run tables
-must not cross its shuffle. Instead they are spilled, and only references to
-the files cross it:
+Beam's embedded runner holds every collection that crosses a stage in memory, so
+neither run tables nor n-gram tables cross one; only references to run files and
+small records do (transforms/runfiles.py):
 
-    SpillRuns      run tables -> (shard, run file path): buffers run tables up to the
-                   spill budget, then splits the buffer by shard, merges each shard's
-                   piece (merge_runs: one row per n-gram, sorted) and writes it as an
-                   Arrow IPC file (a *run file*) into the scratch folder; the buffer is
-                   also spilled at the end of every bundle
-    merged_pieces  one shard's run file paths -> its totals in n-gram order, as tables of
-                   bounded size: a streaming k-way merge that reads each file batch by
-                   batch; more files than MERGE_FANIN are first merged in passes
-
-A run file holds distinct n-grams, sorted, in record batches of about
-budget / MERGE_FANIN bytes, so MERGE_FANIN files' current batches fit the budget.
-Run files stay until the dataset is published (pipeline/output.py deletes the
-build folder): a retried merge finds them again. Files written by a merge pass
-are its own, and are deleted once merged.
+    SpillRuns      run tables -> run files: each worker buffers run tables up to the budget,
+                   merges the buffer (merge_runs: one row per n-gram, sorted) and writes it
+    plan_ranges    every run file's batch bounds -> key ranges of about RANGE_ROWS run rows
+                   each: the part files follow the data, however many distinct n-grams
+    MergeRange     one range and the run files overlapping it -> a streaming k-way merge of
+                   the range's rows, written as the range's part file of each order (sorted,
+                   so each part file is one contiguous n-gram range); outputs the range's
+                   record (first and last n-gram of each part file), its per-order totals, and
+                   its tokens as token run files for the vocabulary (transforms/vocabulary_sort.py)
 """
 
-import bisect
+import math
 import os
-import uuid
 
 import apache_beam as beam
 import pyarrow as pa
@@ -31,170 +26,136 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.transforms.merge import merge_runs
-from ngramflow.transforms.shards import split_by_shard
-from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_COMPRESSION
+from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
+from ngramflow.transforms.sinks import StreamedTables
+from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
+from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
 
-_SUFFIX = ".arrow"
-
-
-def _batch_rows(table: pa.Table, budget: int) -> int:
-    """Rows per record batch of a run file of TABLE's rows: MERGE_FANIN such batches fill the budget."""
-    row_bytes = max(1, table.nbytes // max(1, table.num_rows))
-    return max(1, budget // MERGE_FANIN // row_bytes)
-
-
-def _new_path(folder: str, shard: int, kind: str) -> str:
-    # Unique names: a retried bundle writes new files, and only the references of
-    # the attempt that succeeded are passed on.
-    return os.path.join(folder, f"{shard:05d}-{kind}-{uuid.uuid4().hex}{_SUFFIX}")
-
-
-class _RunFileWriter:
-    """Sorted tables appended to one run file, in record batches sized for the merge."""
-
-    def __init__(self, path: str, schema: pa.Schema, budget: int):
-        self.path, self.schema, self.budget = path, schema, budget
-        self.writer = None
-
-    def write(self, table: pa.Table) -> None:
-        if self.writer is None:
-            options = pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION)
-            self.writer = pa.ipc.new_file(self.path, self.schema, options=options)
-        self.writer.write_table(table, max_chunksize=_batch_rows(table, self.budget))
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-def write_run_file(folder: str, shard: int, kind: str, tables, budget: int) -> str | None:
-    """Write sorted TABLES (in n-gram order) as one run file; its path, or None if they have no rows."""
-    path = _new_path(folder, shard, kind)
-    writer = None
-    for table in tables:
-        if table.num_rows:
-            writer = writer or _RunFileWriter(path, table.schema, budget)
-            writer.write(table)
-    if writer is None:
-        return None
-    writer.close()
-    return path
+#: Tagged outputs of MergeRange besides the part-file records.
+ORDER_TOTALS, TOKEN_RUNS = "order_totals", "token_runs"
 
 
 class SpillRuns(beam.DoFn):
-    """Run tables -> (shard, run file path), holding at most about ``budget`` bytes of run tables."""
+    """Run tables -> RunFile of their merged rows, holding at most about ``budget`` bytes of run tables."""
 
-    def __init__(self, folder: str, shards: int, budget: int):
-        self.folder, self.shards, self.budget = folder, shards, budget
-        self.buffer, self.buffered = [], 0
+    def __init__(self, folder: str, budget: int):
+        self.folder, self.budget = folder, budget
 
     def setup(self):
         os.makedirs(self.folder, exist_ok=True)
 
     def start_bundle(self):
-        self.buffer, self.buffered = [], 0
+        self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget)
 
     def process(self, runs: pa.Table):
-        self.buffer.append(runs)
-        self.buffered += runs.nbytes
-        if self.buffered >= self.budget:
-            yield from self._spill()
+        yield from self.spiller.add(runs)
 
     def finish_bundle(self):
-        for shard_and_path in self._spill():
-            yield WindowedValue(shard_and_path, MIN_TIMESTAMP, [GlobalWindow()])
-
-    def _spill(self):
-        if not self.buffer:
-            return
-        table = pa.concat_tables(self.buffer)
-        self.buffer, self.buffered = [], 0
-        # One element may be larger than the budget: spill it in slices that are not.
-        rows = max(1, self.budget * table.num_rows // max(1, table.nbytes))
-        for start in range(0, table.num_rows, rows):
-            for shard, piece in split_by_shard(table.slice(start, rows), "ngram", self.shards):
-                yield shard, write_run_file(self.folder, shard, "spill", [merge_runs(piece)], self.budget)
+        for run in self.spiller.flush():
+            yield WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()])
 
 
-class _Cursor:
-    """A run file read one record batch at a time; ``batch`` is the unread rest of the current one."""
+def plan_ranges(runs: list[RunFile], range_rows: int) -> list[tuple]:
+    """(index, lo, hi, overlapping run files) of consecutive key ranges [lo, hi) (None: unbounded) that
+    cover every key, each holding about RANGE_ROWS of the runs' rows.
 
-    def __init__(self, path: str):
-        self.file = pa.OSFile(path)
-        self.reader = pa.ipc.open_file(self.file)
-        self.next, self.batch = 0, None
-        self._advance()
-
-    def _advance(self) -> None:
-        self.batch = None
-        while self.batch is None and self.next < self.reader.num_record_batches:
-            batch = self.reader.get_batch(self.next)
-            self.next += 1
-            self.batch = batch if batch.num_rows else None
-        if self.batch is None:
-            self.file.close()
-
-    def last_key(self) -> str:
-        return self.batch.column(0)[-1].as_py()
-
-    def take_through(self, bound: str) -> pa.RecordBatch:
-        """The rows with n-grams up to BOUND (they lead the sorted batch); the cursor moves past them."""
-        keys = self.batch.column(0)
-        # Python's str order is UTF-8 byte order, which is Arrow's: a binary search of log2(n) look-ups.
-        cut = bisect.bisect_right(range(len(keys)), bound, key=lambda i: keys[i].as_py())
-        head = self.batch.slice(0, cut)
-        if cut == len(keys):
-            self._advance()
-        else:
-            self.batch = self.batch.slice(cut)
-        return head
-
-
-def _merge_files(paths: list[str]):
-    """Totals of run files, one row per n-gram in n-gram order, as a sequence of tables.
-
-    Each step takes, from every file's current batch, the rows up to the smallest
-    last n-gram among those batches: no row of any such n-gram is left unread
-    (each file is sorted and holds an n-gram once), so the step's merge is final.
+    The cuts are batch first keys, each batch's rows counted at its first key: a
+    batch's rows spread over its own key range, which is small when files are many.
     """
-    cursors = [c for c in map(_Cursor, paths) if c.batch is not None]
-    while cursors:
-        bound = min(c.last_key() for c in cursors)
-        heads = [c.take_through(bound) for c in cursors]
-        yield merge_runs(pa.Table.from_batches([h for h in heads if h.num_rows]))
-        cursors = [c for c in cursors if c.batch is not None]
+    marks = sorted((first, rows) for run in runs for first, _, rows in run.batches)
+    total = sum(rows for _, rows in marks)
+    ranges = max(1, math.ceil(total / range_rows))
+    cuts, seen = [], 0
+    for key, rows in marks:
+        if seen >= (len(cuts) + 1) * total / ranges and (not cuts or key > cuts[-1]):
+            cuts.append(key)
+        seen += rows
+    bounds = [None, *cuts, None]
+    return [(index, lo, hi, [run for run in runs if run.overlaps(lo, hi)])
+            for index, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
-def _gathered(tables, nbytes: int):
-    """Consecutive tables concatenated until they hold NBYTES: a merge step can be a few rows, and each
-    table becomes a record batch of a run file or an element downstream."""
-    held, size = [], 0
-    for table in tables:
-        held.append(table)
-        size += table.nbytes
-        if size >= nbytes:
-            yield pa.concat_tables(held).combine_chunks()
-            held, size = [], 0
-    if held:
-        yield pa.concat_tables(held).combine_chunks()
+class MergeRange(beam.DoFn):
+    """(index, lo, hi, run files) -> the range's part file of each order, written under ``root`` in
+    ``schema``; outputs {"order", "file", "first", "last", "ngrams"} per part file, and tagged
+    (order, (n-grams, matches, volumes)) per order and the RunFiles of the range's tokens."""
+
+    def __init__(self, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema):
+        self.min_count, self.folder, self.budget, self.root, self.schema = min_count, folder, budget, root, schema
+
+    def process(self, planned):
+        index, lo, hi, runs = planned
+        totals, parts = {}, {}
+        tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget)
+        with StreamedTables(self.root, self.schema) as files:
+            for piece in merged(self.folder, "pass", runs, merge_runs, self.budget, lo, hi):
+                ngrams = to_ngram_table(keep_frequent(piece, self.min_count))
+                if not ngrams.num_rows:
+                    continue
+                for name, rows in files_by_order(index, ngrams):
+                    files.write(name, rows)
+                    ((order, counts),) = order_totals(rows)
+                    totals[order] = [a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts)]
+                    first = parts.get(order, {}).get("first", rows["ngram"][0].as_py())
+                    parts[order] = {"order": order, "file": f"{name}.parquet", "first": first,
+                                    "last": rows["ngram"][-1].as_py(), "ngrams": totals[order][0]}
+                for run in tokens.add(distinct_tokens(ngrams)):
+                    yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
+        for run in tokens.flush():
+            yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
+        for order, counts in totals.items():
+            yield beam.pvalue.TaggedOutput(ORDER_TOTALS, (order, tuple(counts)))
+        yield from parts.values()
 
 
-def merged_pieces(folder: str, shard: int, paths: list[str], budget: int):
-    """One shard's run files -> its totals in n-gram order, as tables of about budget / MERGE_FANIN bytes.
+def _gathered_to_one(pcoll, label: str):
+    """All elements of PCOLL as one list, even when there are none (the embedded runner gathers small
+    records only: references and bounds)."""
+    return (
+        (pcoll | f"Key {label}" >> beam.Map(lambda element: (None, element)),
+         pcoll.pipeline | f"No {label}" >> beam.Create([(None, None)]))
+        | f"All {label}" >> beam.Flatten()
+        | f"Gather {label}" >> beam.GroupByKey()
+        | f"List {label}" >> beam.MapTuple(lambda _, elements: [e for e in elements if e is not None])
+    )
 
-    While there are more files than MERGE_FANIN, groups of them are merged into
-    new run files (a pass); the merge's own files are deleted once read.
+
+class TotalNgramsOnDisk(beam.PTransform):
+    """Run tables -> the n-gram part files of every order under ``root``, one contiguous sorted n-gram
+    range each; outputs {"parts": part-file records, "order_totals": (order, totals), "token_runs":
+    lists of token RunFiles}.
+
+    Only RunFiles, ranges and small records cross the embedded runner's stages;
+    ``budget`` bounds the bytes of tables a worker holds (transforms/runfiles.py).
     """
-    paths, own, piece = sorted(paths), set(), budget // MERGE_FANIN
-    while len(paths) > MERGE_FANIN:
-        merged = []
-        for start in range(0, len(paths), MERGE_FANIN):
-            group = paths[start:start + MERGE_FANIN]
-            merged.append(write_run_file(folder, shard, "pass", _gathered(_merge_files(group), piece), budget))
-            for path in own.intersection(group):
-                os.remove(path)
-        paths = merged
-        own = set(merged)
-    yield from _gathered(_merge_files(paths), piece)
-    for path in own:
-        os.remove(path)
+
+    def __init__(self, min_count: int, folder: str, budget: int, range_rows: int, root: str, schema: pa.Schema):
+        super().__init__()
+        self.min_count, self.folder, self.budget, self.range_rows = min_count, folder, budget, range_rows
+        self.root, self.schema = root, schema
+
+    def expand(self, runs):
+        range_rows = self.range_rows
+        merged_ranges = (
+            _gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(SpillRuns(self.folder, self.budget)),
+                             "run files")
+            | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows))
+            | "Spread the ranges over workers" >> beam.Reshuffle()
+            | "Merge each range into its part files" >> beam.ParDo(
+                MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema)
+            ).with_outputs(ORDER_TOTALS, TOKEN_RUNS, main="parts")
+        )
+        return {
+            "parts": merged_ranges.parts,
+            "order_totals": merged_ranges[ORDER_TOTALS],
+            "token_runs": _gathered_to_one(merged_ranges[TOKEN_RUNS], "token run files"),
+        }
+
+
+def range_index(parts: list[dict]) -> dict[str, list]:
+    """The manifest's "ranges": per order, [file, first n-gram, last n-gram] of each part file, in
+    n-gram order (query/ finds the one file that can hold an n-gram)."""
+    index = {}
+    for part in sorted(parts, key=lambda p: (p["order"], p["first"])):
+        index.setdefault(str(part["order"]), []).append([part["file"], part["first"], part["last"]])
+    return index

@@ -1,10 +1,11 @@
 """Total every n-gram across files and chunks, apply the minimum count, and turn totals into n-gram rows.
 
-Two ways, with the same output: TotalNgrams shuffles run tables by shard and
+Two ways, with the same totals: TotalNgrams shuffles run tables by shard and
 merges them in memory (a runner that shuffles through disk, Flink); TotalNgramsOnDisk
-spills sorted run files and merges each shard with bounded memory (transforms/spill.py;
-the embedded runner, whose shuffle is held in memory), writing the part files as it goes.
-Also the totals of each order (n-grams, matches, volumes) that the manifest records.
+(transforms/spill.py; the embedded runner, whose shuffle is held in memory) spills
+sorted run files and merges each n-gram range with bounded memory, writing the part
+files as it goes. Also the totals of each order (n-grams, matches, volumes) that the
+manifest records.
 """
 
 import apache_beam as beam
@@ -16,8 +17,6 @@ from ngramflow.schemas import layout, ngrams_schema, order_of
 from ngramflow.transforms import checked, columnar
 from ngramflow.transforms.merge import SumRunTables
 from ngramflow.transforms.shards import SplitByShard
-from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.spill import SpillRuns, merged_pieces
 
 
 def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:
@@ -66,42 +65,6 @@ class TotalNgrams(beam.PTransform):
         )
 
 
-def write_shard(grouped, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema):
-    """(shard, its run files) -> (shard, n-gram table) pieces in n-gram order; their rows are also written
-    as the shard's part file of each order, piece by piece, so each file is sorted by n-gram."""
-    shard, paths = grouped
-    with StreamedTables(root, schema) as parts:
-        for totals in merged_pieces(folder, shard, list(paths), budget):
-            ngrams = to_ngram_table(keep_frequent(totals, min_count))
-            if ngrams.num_rows:
-                for name, rows in files_by_order(shard, ngrams):
-                    parts.write(name, rows)
-                yield shard, ngrams
-
-
-class TotalNgramsOnDisk(beam.PTransform):
-    """Run tables -> (shard, n-gram table) pieces of schemas.NGRAMS rows, each shard's in n-gram order;
-    writes the shard's part file of each order under ``root`` in ``schema``.
-
-    Only references to run files in ``folder`` cross the shuffle; ``budget`` bounds
-    the bytes of run tables and run-file batches a worker holds (transforms/spill.py).
-    """
-
-    def __init__(self, min_count: int, shards: int, folder: str, budget: int, root: str, schema: pa.Schema):
-        super().__init__()
-        self.min_count, self.shards, self.folder, self.budget = min_count, shards, folder, budget
-        self.root, self.schema = root, schema
-
-    def expand(self, runs):
-        return (
-            runs
-            | "Spill sorted runs by shard" >> beam.ParDo(SpillRuns(self.folder, self.shards, self.budget))
-            | "Gather run files by shard" >> beam.GroupByKey()
-            | "Merge each shard's run files" >> beam.FlatMap(
-                write_shard, self.min_count, self.folder, self.budget, self.root, self.schema)
-        )
-
-
 _TOTALLED = ("match_count", "volume_count")
 _WHOLE = np.zeros(1, np.int64)  # sum_runs' starts for one sum over all values
 
@@ -132,6 +95,17 @@ def files_by_order(shard: int, ngrams: pa.Table):
         yield layout.part(layout.ngrams_folder(order), shard), ngrams.filter(pc.equal(ngrams["order"], order))
 
 
+class SumOrderTotals(beam.PTransform):
+    """(order, (n-grams, matches, volumes)) of parts of the data -> (name, record) per order."""
+
+    def expand(self, order_totals):
+        return (
+            order_totals
+            | "Sum per order" >> beam.CombinePerKey(beam.combiners.TupleCombineFn(sum, sum, sum))
+            | "Order record" >> beam.MapTuple(order_record)
+        )
+
+
 class SummarizeOrders(beam.PTransform):
     """(shard, n-gram table) -> (name, record) per order: n-gram count and match/volume totals."""
 
@@ -139,6 +113,5 @@ class SummarizeOrders(beam.PTransform):
         return (
             ngram_tables
             | "Totals per order" >> beam.FlatMapTuple(lambda _shard, t: order_totals(t))
-            | "Sum per order" >> beam.CombinePerKey(beam.combiners.TupleCombineFn(sum, sum, sum))
-            | "Order record" >> beam.MapTuple(order_record)
+            | "Sum totals" >> SumOrderTotals()
         )

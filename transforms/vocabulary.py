@@ -27,7 +27,7 @@ from ngramflow.transforms import columnar
 from ngramflow.transforms.shards import SplitByShard, split_by_key
 from ngramflow.transforms.sizing import MAX_TOKEN_SHARDS, PART_TOKENS
 
-_TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
+TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 # Counts below EXACT_COUNTS get a range per count value, split by token prefix;
 # larger counts share ranges of 1/16 of a power of two (few tokens have them).
 _EXACT_COUNTS = 1024
@@ -39,21 +39,30 @@ def distinct_tokens(ngrams: pa.Table) -> pa.Table:
     unigrams = ngrams.filter(pc.equal(ngrams["order"], 1))
     tokens = pc.unique(pc.list_flatten(pc.split_pattern(ngrams["ngram"], " ")))
     table = pa.concat_tables([
-        pa.table([unigrams["ngram"], unigrams["match_count"], unigrams["volume_count"]], schema=_TOKENS),
-        pa.table([tokens, pa.nulls(len(tokens), pa.int64()), pa.nulls(len(tokens), pa.int64())], schema=_TOKENS),
+        pa.table([unigrams["ngram"], unigrams["match_count"], unigrams["volume_count"]], schema=TOKENS),
+        pa.table([tokens, pa.nulls(len(tokens), pa.int64()), pa.nulls(len(tokens), pa.int64())], schema=TOKENS),
     ])
     return merge_tokens(table)
 
 
 def merge_tokens(table: pa.Table) -> pa.Table:
-    """One row per token; a token has at most one unigram row, so max() picks its counts."""
-    merged = table.group_by("token").aggregate([("match_count", "max"), ("volume_count", "max")])
-    return pa.table([merged["token"], merged["match_count_max"], merged["volume_count_max"]], schema=_TOKENS)
+    """One row per token, sorted by token; a token has at most one unigram row, whose counts it keeps.
+
+    A sort, not a hash aggregation: Arrow's group_by reserves buffers of gigabytes for
+    a few million tokens (BENCHMARKS.md, "Scale"), and sorted tokens are what a run file holds.
+    """
+    if table.num_rows == 0:
+        return table.cast(TOKENS)
+    # Per token, its counted row (if any) sorts first.
+    table = table.take(pc.sort_indices(table, [("token", "ascending"), ("match_count", "descending")],
+                                       null_placement="at_end"))
+    starts = columnar.run_starts(table["token"].combine_chunks())
+    return table.take(pa.array(starts)).cast(TOKENS).combine_chunks()
 
 
 class MergeTokenTables(beam.CombineFn):
     def create_accumulator(self):
-        return _TOKENS.empty_table()
+        return TOKENS.empty_table()
 
     def add_input(self, accumulator, table):
         return merge_tokens(pa.concat_tables([accumulator, table]))
@@ -121,14 +130,14 @@ def number_part(tables) -> pa.Table:
     return pa.table([ids, table["token"], table["match_count"], table["volume_count"]], schema=VOCABULARY)
 
 
-def _reserved(tokens: pa.Table, wanted: bool = True) -> pa.Table:
+def reserved(tokens: pa.Table, wanted: bool = True) -> pa.Table:
     mask = pc.is_in(tokens["token"], pa.array(RESERVED_TOKENS))
     return tokens.filter(mask if wanted else pc.invert(mask))
 
 
 def reserved_rows(tokens: pa.Table) -> pa.Table:
     """The reserved tokens with their fixed ids, and their counts when the corpus has them."""
-    seen = {r["token"]: r for r in _reserved(tokens).to_pylist()}
+    seen = {r["token"]: r for r in reserved(tokens).to_pylist()}
     rows = [{"id": i, "token": t, "match_count": seen.get(t, {}).get("match_count"),
              "volume_count": seen.get(t, {}).get("volume_count")} for i, t in enumerate(RESERVED_TOKENS)]
     return pa.Table.from_pylist(rows, schema=VOCABULARY)
@@ -151,14 +160,14 @@ class BuildVocabulary(beam.PTransform):
         )
         # The reserved rows exist even when the corpus lacks the tokens: an empty
         # table joins what was seen (CombineGlobally would need a side input).
-        reserved = (
-            (tokens | "Reserved tokens seen" >> beam.Map(lambda kv: (None, _reserved(kv[1]))),
-             tokens.pipeline | "No reserved token" >> beam.Create([(None, _TOKENS.empty_table())]))
+        reserved_ids = (
+            (tokens | "Reserved tokens seen" >> beam.Map(lambda kv: (None, reserved(kv[1]))),
+             tokens.pipeline | "No reserved token" >> beam.Create([(None, TOKENS.empty_table())]))
             | "Reserved tokens" >> beam.Flatten()
             | "Merge reserved tokens" >> beam.CombinePerKey(MergeTokenTables())
             | "Reserved ids" >> beam.MapTuple(lambda _, t: ("part-reserved", reserved_rows(t)))
         )
-        corpus = tokens | "Corpus tokens" >> beam.MapTuple(lambda shard, t: (shard, _reserved(t, wanted=False)))
+        corpus = tokens | "Corpus tokens" >> beam.MapTuple(lambda shard, t: (shard, reserved(t, wanted=False)))
         plan = (
             corpus
             | "Range key histogram" >> beam.MapTuple(lambda _shard, t: (None, histogram(t)))
@@ -172,4 +181,4 @@ class BuildVocabulary(beam.PTransform):
             | "Group parts" >> beam.GroupByKey()
             | "Number each part" >> beam.MapTuple(lambda part, tables: (f"part-{part:05d}", number_part(tables)))
         )
-        return (reserved, ranked) | "Vocabulary tables" >> beam.Flatten()
+        return (reserved_ids, ranked) | "Vocabulary tables" >> beam.Flatten()

@@ -1,0 +1,202 @@
+"""Sorted run files: an external sort and a streaming k-way merge with bounded memory.
+
+The embedded runner holds every collection that crosses a stage in memory, so
+anything that grows with the input goes through files instead:
+
+    RunSpiller   tables -> run files: buffers tables up to a byte budget, then combines the
+                 buffer (sorts it by its first column, the *key*, and merges rows of equal
+                 keys) and writes it as one Arrow IPC file; a RunFile describes it
+    merged       run files -> their combined rows in key order, as tables of about
+                 budget / MERGE_FANIN bytes, optionally only the keys in [lo, hi): a streaming
+                 k-way merge that reads each file one record batch at a time; more files
+                 than MERGE_FANIN are first merged in passes
+
+A run file holds its keys sorted, each key once, in record batches of about
+budget / MERGE_FANIN bytes, so MERGE_FANIN files' current batches fit the budget.
+Its RunFile lists each batch's first and last key and rows: a merge of a key range
+opens only the batches that overlap it, and a plan of key ranges needs no file read.
+Files written by a merge pass are the merge's own and are deleted once merged; the
+others stay until the dataset is published (pipeline/output.py deletes the build
+folder), so that a retried merge finds them again.
+"""
+
+import bisect
+import os
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_COMPRESSION
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """A written run file: its path, rows, and (first key, last key, rows) of each record batch."""
+
+    path: str
+    rows: int
+    batches: tuple[tuple, ...]
+
+    @property
+    def first(self):
+        return self.batches[0][0]
+
+    @property
+    def last(self):
+        return self.batches[-1][1]
+
+    def overlaps(self, lo, hi) -> bool:
+        """Whether any key of the file is in [lo, hi) (None: unbounded)."""
+        return (lo is None or self.last >= lo) and (hi is None or self.first < hi)
+
+
+def _batch_rows(table: pa.Table, budget: int) -> int:
+    """Rows per record batch of a run file of TABLE's rows: MERGE_FANIN such batches fill the budget."""
+    row_bytes = max(1, table.nbytes // max(1, table.num_rows))
+    return max(1, budget // MERGE_FANIN // row_bytes)
+
+
+def write_run_file(folder: str, kind: str, tables, budget: int) -> RunFile | None:
+    """Write TABLES (sorted, in key order, each key once) as one run file; None if they have no rows."""
+    # Unique names: a retried bundle writes new files, and only the references of
+    # the attempt that succeeded are passed on.
+    path = os.path.join(folder, f"{kind}-{uuid.uuid4().hex}.arrow")
+    writer, batches = None, []
+    for table in tables:
+        if not table.num_rows:
+            continue
+        if writer is None:
+            options = pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION)
+            writer = pa.ipc.new_file(path, table.schema, options=options)
+        for batch in table.to_batches(max_chunksize=_batch_rows(table, budget)):
+            writer.write_batch(batch)
+            keys = batch.column(0)
+            batches.append((keys[0].as_py(), keys[-1].as_py(), batch.num_rows))
+    if writer is None:
+        return None
+    writer.close()
+    return RunFile(path, sum(rows for _, _, rows in batches), tuple(batches))
+
+
+class RunSpiller:
+    """Tables -> run files, holding at most about ``budget`` bytes of them: ``combine`` turns the
+    concatenated buffer into sorted rows with each key once (and must accept an empty table)."""
+
+    def __init__(self, folder: str, kind: str, combine, budget: int):
+        self.folder, self.kind, self.combine, self.budget = folder, kind, combine, budget
+        self.buffer, self.buffered = [], 0
+
+    def add(self, table: pa.Table) -> list[RunFile]:
+        self.buffer.append(table)
+        self.buffered += table.nbytes
+        return self.flush() if self.buffered >= self.budget else []
+
+    def flush(self) -> list[RunFile]:
+        if not self.buffer:
+            return []
+        table = pa.concat_tables(self.buffer)
+        self.buffer, self.buffered = [], 0
+        # One table may be larger than the budget: spill it in slices that are not.
+        rows = max(1, self.budget * table.num_rows // max(1, table.nbytes))
+        runs = (write_run_file(self.folder, self.kind, [self.combine(table.slice(start, rows))], self.budget)
+                for start in range(0, table.num_rows, rows))
+        return [run for run in runs if run is not None]
+
+
+def _cut(keys, key) -> int:
+    """The rows of sorted KEYS below KEY: a binary search of log2(n) look-ups (Python's str and bytes
+    order is UTF-8 byte order, which is Arrow's)."""
+    return bisect.bisect_left(range(len(keys)), key, key=lambda i: keys[i].as_py())
+
+
+class _Cursor:
+    """The rows of one run file with keys in [lo, hi), one record batch at a time; ``batch`` is the
+    unread rest of the current one (None once the range is read)."""
+
+    def __init__(self, run: RunFile, lo, hi):
+        self.lo, self.hi = lo, hi
+        self.file = pa.OSFile(run.path)
+        self.reader = pa.ipc.open_file(self.file)
+        # Only the batches that overlap the range are read.
+        self.next = 0 if lo is None else next((i for i, (_, last, _) in enumerate(run.batches) if last >= lo),
+                                              len(run.batches))
+        self.end = len(run.batches) if hi is None else sum(first < hi for first, _, _ in run.batches)
+        self._advance()
+
+    def _advance(self) -> None:
+        self.batch = None
+        while self.batch is None and self.next < self.end:
+            batch = self.reader.get_batch(self.next)
+            self.next += 1
+            keys = batch.column(0)
+            start = 0 if self.lo is None else _cut(keys, self.lo)
+            stop = len(keys) if self.hi is None else _cut(keys, self.hi)
+            self.batch = batch.slice(start, stop - start) if stop > start else None
+        if self.batch is None:
+            self.file.close()
+
+    def last_key(self):
+        return self.batch.column(0)[-1].as_py()
+
+    def take_through(self, bound) -> pa.RecordBatch:
+        """The rows with keys up to BOUND (they lead the sorted batch); the cursor moves past them."""
+        keys = self.batch.column(0)
+        cut = bisect.bisect_right(range(len(keys)), bound, key=lambda i: keys[i].as_py())
+        head = self.batch.slice(0, cut)
+        if cut == len(keys):
+            self._advance()
+        else:
+            self.batch = self.batch.slice(cut)
+        return head
+
+
+def _merge_files(runs: list[RunFile], combine, lo, hi):
+    """The combined rows of run files with keys in [lo, hi), in key order, as a sequence of tables.
+
+    Each step takes, from every file's current batch, the rows up to the smallest
+    last key among those batches: no row of any such key is left unread (each
+    file is sorted and holds a key once), so the step's combine is final.
+    """
+    cursors = [c for c in (_Cursor(run, lo, hi) for run in runs) if c.batch is not None]
+    while cursors:
+        bound = min(c.last_key() for c in cursors)
+        heads = [c.take_through(bound) for c in cursors]
+        yield combine(pa.Table.from_batches([h for h in heads if h.num_rows]))
+        cursors = [c for c in cursors if c.batch is not None]
+
+
+def _gathered(tables, nbytes: int):
+    """Consecutive tables concatenated until they hold NBYTES: a merge step can be a few rows, and each
+    table becomes a record batch of a run file or an element downstream."""
+    held, size = [], 0
+    for table in tables:
+        held.append(table)
+        size += table.nbytes
+        if size >= nbytes:
+            yield pa.concat_tables(held).combine_chunks()
+            held, size = [], 0
+    if held:
+        yield pa.concat_tables(held).combine_chunks()
+
+
+def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo=None, hi=None):
+    """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of about
+    budget / MERGE_FANIN bytes.
+
+    While there are more files than MERGE_FANIN, groups of them are merged into
+    new run files named KIND (a pass); the merge's own files are deleted once read.
+    """
+    runs, own, piece = sorted(runs, key=lambda run: run.path), set(), budget // MERGE_FANIN
+    while len(runs) > MERGE_FANIN:
+        passed = []
+        for start in range(0, len(runs), MERGE_FANIN):
+            group = runs[start:start + MERGE_FANIN]
+            run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget)
+            passed += [run] if run is not None else []
+            for path in own.intersection(r.path for r in group):
+                os.remove(path)
+        runs, own = passed, {run.path for run in passed}
+    yield from _gathered(_merge_files(runs, combine, lo, hi), piece)
+    for path in own:
+        os.remove(path)
