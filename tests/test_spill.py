@@ -18,6 +18,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+import ngramflow
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, run_cli, vocabulary_of)
 from ngramflow.schemas import RESERVED_TOKENS, layout, order_of
@@ -117,14 +118,16 @@ def tiny_budget(monkeypatch):
 def check_ranges(dataset: str, manifest: dict) -> None:
     """Each part file is one sorted n-gram range, as the manifest says; ranges of an order are disjoint,
     in order, and cover its n-grams; a point look-up reads the one file that holds the n-gram."""
-    ds = Dataset(dataset)
+    ds, api = Dataset(dataset), ngramflow.open_dataset(dataset)
     for order, ranges in manifest["ranges"].items():
         assert len(ranges) > 1, "several ranges"
         assert sorted(r[0] for r in ranges) == sorted(os.path.relpath(p, dataset) for p in
                                                       glob.glob(f"{dataset}/{layout.ngrams_folder(order)}/*"))
         for (name, first, last), following in zip(ranges, ranges[1:] + [None]):
-            keys = pq.read_table(os.path.join(dataset, name), columns=["ngram"])["ngram"].to_pylist()
+            rows = pq.read_table(os.path.join(dataset, name), columns=["ngram", "match_count"])
+            keys = rows["ngram"].to_pylist()
             assert keys == sorted(keys) and keys[0] == first and keys[-1] == last
+            assert api.count(keys[len(keys) // 2])["match_count"][0] == rows["match_count"][len(keys) // 2]
             assert following is None or last < following[1]
             for key in (first, keys[len(keys) // 2], last):
                 assert ds.ngrams_of_order(int(order), key, key + "\0") == \

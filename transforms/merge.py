@@ -24,8 +24,12 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema."""
     if runs.num_rows == 0:
         return runs
-    runs = runs.take(pc.sort_indices(runs, [("ngram", "ascending")]))
     keys = runs["ngram"].combine_chunks()
+    # Google's 2012 files and 2020 shards are sorted, and so are their runs: checking is ~15x cheaper
+    # than sorting again, and a table that is not sorted is sorted.
+    if not pc.all(pc.less_equal(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
+        runs = runs.take(pc.sort_indices(keys))
+        keys = runs["ngram"].combine_chunks()
     starts = columnar.run_starts(keys)
     if len(starts) == runs.num_rows:
         return runs.combine_chunks()
