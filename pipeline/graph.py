@@ -41,7 +41,7 @@ class ImportNgrams(beam.PTransform):
             scratch, budget = self.out.join(layout.SPILL), spill_bytes()
             totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
                 self.min_count, scratch, budget, range_rows(), self.out.path,
-                schemas.ngrams_schema(self.settings.keep_years))
+                schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir)
             totals["token_runs"] | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
                 scratch, budget, self.out.join(layout.VOCABULARY))
             return common | {

@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 
+from ngramflow.transforms.read import RANGE_PROGRESS, WORKER_PROGRESS
+
 
 def _fmt_count(n: float) -> str:
     for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
@@ -33,18 +35,23 @@ class ProgressReporter(threading.Thread):
         self._halt = threading.Event()
         self._last_line = ""
 
-    def snapshot(self) -> dict:
-        rows = done = read_bytes = 0
-        for path in glob.glob(os.path.join(self.progress_dir, "*.json")):
+    def _states(self, pattern: str):
+        for path in glob.glob(os.path.join(self.progress_dir, pattern)):
             try:
                 with open(path) as fh:
-                    state = json.load(fh)
+                    yield json.load(fh)
             except (OSError, ValueError):  # being replaced right now; next poll sees it
                 continue
+
+    def snapshot(self) -> dict:
+        rows = done = read_bytes = 0
+        for state in self._states(WORKER_PROGRESS):
             rows += state["rows"]
             read_bytes += state["bytes"]
             done += state["files_done"]
-        return {"rows": rows, "files_done": done, "bytes": read_bytes}
+        ranges = list(self._states(RANGE_PROGRESS))
+        return {"rows": rows, "files_done": done, "bytes": read_bytes, "ranges_done": len(ranges),
+                "ranges": ranges[0]["of"] if ranges else None}
 
     def line(self) -> str:
         snap = self.snapshot()
@@ -54,6 +61,8 @@ class ProgressReporter(threading.Thread):
         if 0 < snap["bytes"] < self.total_bytes:
             eta = elapsed * (self.total_bytes - snap["bytes"]) / snap["bytes"]
             text += f" · ETA {eta:.0f}s"
+        if snap["ranges"]:
+            text += f" · n-gram ranges written {snap['ranges_done']}/{snap['ranges']}"
         return text
 
     def run(self):

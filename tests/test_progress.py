@@ -8,7 +8,8 @@ import apache_beam as beam
 
 from conftest import SAMPLE, gz_files
 from ngramflow.pipeline.progress import ProgressReporter
-from ngramflow.transforms import read
+from ngramflow import schemas
+from ngramflow.transforms import read, spill
 
 
 def test_progress_counts_every_file_and_row(tmp_path):
@@ -26,3 +27,19 @@ def test_progress_counts_every_file_and_row(tmp_path):
     time.sleep(0.2)
     reporter.stop()
     assert f"files {len(files)}/{len(files)} · 60.0k rows" in stream.getvalue()
+
+
+def test_progress_counts_the_ngram_ranges_written(tmp_path):
+    files = [(f, os.path.getsize(f)) for f in gz_files(os.path.join(SAMPLE, "2012"))]
+    progress, out = tmp_path / "progress", tmp_path / "out"
+    progress.mkdir()
+    with beam.Pipeline() as p:
+        runs = (p | beam.Create(read.pack_files(files, 1 << 30))
+                | read.ReadNgramFiles(read.ReadSettings(progress_dir=str(progress)))).runs
+        _ = runs | spill.TotalNgramsOnDisk(1, str(tmp_path / "scratch"), 16 << 10, 500, str(out),
+                                           schemas.ngrams_schema(False), str(progress))
+    parts = {os.path.basename(f) for _, _, names in os.walk(out) for f in names}
+    reporter = ProgressReporter(str(progress), len(files), sum(s for _, s in files))
+    snapshot = reporter.snapshot()
+    assert snapshot["ranges_done"] == snapshot["ranges"] == len(parts) > 3  # one part name per range
+    assert reporter.line().endswith(f"n-gram ranges written {len(parts)}/{len(parts)}")

@@ -68,14 +68,14 @@ def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows):
     runs, budget = random_runs(12_000, 2), 16 << 10
     refs = spilled(runs, tmp_path, budget, step=1500)
     ranges = spill.plan_ranges(refs, range_rows)
-    assert [index for index, *_ in ranges] == list(range(len(ranges)))
-    assert ranges[0][1] is None and ranges[-1][2] is None
-    assert all(hi == lo for (_, _, hi, _), (_, lo, _, _) in zip(ranges, ranges[1:])), "consecutive ranges"
+    assert [r.index for r in ranges] == list(range(len(ranges))) and {r.count for r in ranges} == {len(ranges)}
+    assert ranges[0].lo is None and ranges[-1].hi is None
+    assert all(r.hi == following.lo for r, following in zip(ranges, ranges[1:])), "consecutive ranges"
     total = sum(ref.rows for ref in refs)
     if range_rows < total:
         assert len(ranges) > 1 and len(ranges) <= total // range_rows + 1
     pieces = []
-    for _, lo, hi, overlapping in ranges:
+    for _, _, lo, hi, overlapping in ranges:
         merged = list(runfiles.merged(str(tmp_path), "pass", overlapping, merge_runs, budget, lo, hi))
         keys = [k for t in merged for k in t["ngram"].to_pylist()]
         assert all((lo is None or k >= lo) and (hi is None or k < hi) for k in keys)

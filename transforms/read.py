@@ -103,6 +103,22 @@ def verify_readable(path: str) -> str | None:
     return None
 
 
+#: The progress files of a run's scratch folder: one per reading worker, one per merged n-gram range.
+WORKER_PROGRESS, RANGE_PROGRESS = "worker-*.json", "range-*.json"
+
+
+def _write_json(target: str, state: dict) -> None:
+    tmp = target + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(state, fh)
+    os.replace(tmp, target)
+
+
+def report_range_done(progress_dir: str, index: int, count: int) -> None:
+    """Record that n-gram range INDEX of COUNT is merged and written (transforms/spill.py)."""
+    _write_json(os.path.join(progress_dir, RANGE_PROGRESS.replace("*", f"{index:05d}")), {"of": count})
+
+
 class Progress:
     """A worker's running totals in a small JSON file that the command line polls.
 
@@ -115,7 +131,7 @@ class Progress:
     def __init__(self, progress_dir: str | None):
         self.target = None
         if progress_dir:
-            self.target = os.path.join(progress_dir, f"worker-{os.getpid()}-{id(self):x}.json")
+            self.target = os.path.join(progress_dir, WORKER_PROGRESS.replace("*", f"{os.getpid()}-{id(self):x}"))
         self.done = {"files_done": 0, "rows": 0, "bytes": 0}
         self.current = {"rows": 0, "bytes": 0}
         self.written = 0.0
@@ -136,10 +152,7 @@ class Progress:
             return
         state = {"files_done": self.done["files_done"], "rows": self.done["rows"] + self.current["rows"],
                  "bytes": self.done["bytes"] + self.current["bytes"]}
-        tmp = self.target + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(state, fh)
-        os.replace(tmp, self.target)
+        _write_json(self.target, state)
         self.written = time.time()
 
 

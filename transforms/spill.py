@@ -18,6 +18,7 @@ small records do (transforms/runfiles.py):
 
 import math
 import os
+from typing import NamedTuple
 
 import apache_beam as beam
 import pyarrow as pa
@@ -26,6 +27,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.transforms.merge import merge_runs
+from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
@@ -55,9 +57,19 @@ class SpillRuns(beam.DoFn):
             yield WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()])
 
 
-def plan_ranges(runs: list[RunFile], range_rows: int) -> list[tuple]:
-    """(index, lo, hi, overlapping run files) of consecutive key ranges [lo, hi) (None: unbounded) that
-    cover every key, each holding about RANGE_ROWS of the runs' rows.
+class Range(NamedTuple):
+    """One n-gram range [lo, hi) of the plan (None: unbounded), the run files that overlap it, and
+    its place among the plan's COUNT ranges."""
+
+    index: int
+    count: int
+    lo: str | None
+    hi: str | None
+    runs: list[RunFile]
+
+
+def plan_ranges(runs: list[RunFile], range_rows: int) -> list[Range]:
+    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows.
 
     The cuts are batch first keys, each batch's rows counted at its first key: a
     batch's rows spread over its own key range, which is small when files are many.
@@ -71,20 +83,23 @@ def plan_ranges(runs: list[RunFile], range_rows: int) -> list[tuple]:
             cuts.append(key)
         seen += rows
     bounds = [None, *cuts, None]
-    return [(index, lo, hi, [run for run in runs if run.overlaps(lo, hi)])
+    return [Range(index, len(cuts) + 1, lo, hi, [run for run in runs if run.overlaps(lo, hi)])
             for index, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
 class MergeRange(beam.DoFn):
-    """(index, lo, hi, run files) -> the range's part file of each order, written under ``root`` in
-    ``schema``; outputs {"order", "file", "first", "last", "ngrams"} per part file, and tagged
-    (order, (n-grams, matches, volumes)) per order and the RunFiles of the range's tokens."""
+    """Range -> the range's part file of each order, written under ``root`` in ``schema``; outputs
+    {"order", "file", "first", "last", "ngrams"} per part file, and tagged (order, (n-grams, matches,
+    volumes)) per order and the RunFiles of the range's tokens. A range done is reported in
+    ``progress_dir`` (pipeline/progress.py), when there is one."""
 
-    def __init__(self, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema):
+    def __init__(self, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
+                 progress_dir: str | None):
         self.min_count, self.folder, self.budget, self.root, self.schema = min_count, folder, budget, root, schema
+        self.progress_dir = progress_dir
 
-    def process(self, planned):
-        index, lo, hi, runs = planned
+    def process(self, planned: Range):
+        index, _, lo, hi, runs = planned
         totals, parts = {}, {}
         tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget)
         with StreamedTables(self.root, self.schema) as files:
@@ -106,6 +121,8 @@ class MergeRange(beam.DoFn):
         for order, counts in totals.items():
             yield beam.pvalue.TaggedOutput(ORDER_TOTALS, (order, tuple(counts)))
         yield from parts.values()
+        if self.progress_dir:
+            report_range_done(self.progress_dir, index, planned.count)
 
 
 def _gathered_to_one(pcoll, label: str):
@@ -129,10 +146,11 @@ class TotalNgramsOnDisk(beam.PTransform):
     ``budget`` bounds the bytes of tables a worker holds (transforms/runfiles.py).
     """
 
-    def __init__(self, min_count: int, folder: str, budget: int, range_rows: int, root: str, schema: pa.Schema):
+    def __init__(self, min_count: int, folder: str, budget: int, range_rows: int, root: str, schema: pa.Schema,
+                 progress_dir: str | None = None):
         super().__init__()
         self.min_count, self.folder, self.budget, self.range_rows = min_count, folder, budget, range_rows
-        self.root, self.schema = root, schema
+        self.root, self.schema, self.progress_dir = root, schema, progress_dir
 
     def expand(self, runs):
         range_rows = self.range_rows
@@ -142,7 +160,7 @@ class TotalNgramsOnDisk(beam.PTransform):
             | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows))
             | "Spread the ranges over workers" >> beam.Reshuffle()
             | "Merge each range into its part files" >> beam.ParDo(
-                MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema)
+                MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir)
             ).with_outputs(ORDER_TOTALS, TOKEN_RUNS, main="parts")
         )
         return {
