@@ -1,6 +1,7 @@
-"""Run a command and measure its wall time and the peak RSS of its whole process tree."""
+"""Run a command and measure its wall time, CPU time and the peak RSS of its whole process tree."""
 
 import os
+import resource
 import subprocess
 import threading
 import time
@@ -13,6 +14,9 @@ class Measurement:
     peak_rss_bytes: int
     returncode: int
     output: str
+    # User + system time of the command and the descendants it waited for: unlike wall time, barely
+    # changed by other jobs sharing the machine.
+    cpu_seconds: float = 0.0
 
 
 def _children() -> dict[int, list[int]]:
@@ -47,7 +51,15 @@ def tree_rss(root: int) -> int:
     return total
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run(command: list[str], env: dict | None = None, interval: float = 0.05) -> Measurement:
+    """Run COMMAND and measure it (one command at a time per process: CPU time is this process's
+    children's, before and after)."""
+    cpu_before = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **(env or {})})
@@ -66,4 +78,4 @@ def run(command: list[str], env: dict | None = None, interval: float = 0.05) -> 
     wall = time.perf_counter() - started
     done.set()
     sampler.join()
-    return Measurement(wall, peak, proc.returncode, output)
+    return Measurement(wall, peak, proc.returncode, output, _children_cpu() - cpu_before)

@@ -22,6 +22,7 @@ RSS peak instead.
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -45,10 +46,17 @@ def sizes(text: str) -> list[int]:
     return [int(float(s[:-1]) * _UNITS[s[-1]]) if s[-1] in _UNITS else int(s) for s in text.upper().split(",") if s]
 
 
-def _totals_agree(dataset: str, duck_parquet: str) -> bool:
+def _manifest(dataset: str) -> dict:
+    path = os.path.join(dataset, "_manifest.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def _totals_agree(manifest: dict, duck_parquet: str) -> bool:
     """The import's n-gram count and match/volume totals (manifest) equal those of DuckDB's output."""
-    with open(os.path.join(dataset, "_manifest.json")) as fh:
-        orders = json.load(fh)["orders"].values()
+    orders = manifest["orders"].values()
     ours = tuple(sum(o[k] for o in orders) for k in ("ngrams", "match_count", "volume_count"))
     theirs = duckdb.connect().execute(
         f"SELECT count(*), sum(match_count), sum(volume_count) FROM '{duck_parquet}'").fetchone()
@@ -65,13 +73,16 @@ def measure_size(workdir: str, shape: str, rows: int, clean: bool) -> dict:
     ours = run(_import([folder], dataset, "--pos", "keep"), env={"PYTHONPATH": ROOT})
     print("    DuckDB ...", file=sys.stderr, flush=True)
     theirs = run(_peer(_PEERS[shape], duck, files), env={"PYTHONPATH": ROOT})
-    agree = ours.returncode == 0 and theirs.returncode == 0 and _totals_agree(dataset, duck)
+    manifest = _manifest(dataset)
+    agree = ours.returncode == 0 and theirs.returncode == 0 and _totals_agree(manifest, duck)
     shutil.rmtree(dataset, ignore_errors=True)
     if os.path.exists(duck):
         os.remove(duck)
     if clean:
         shutil.rmtree(folder)
-    return {"shape": shape, "stamp": stamp, "import": ours, "duckdb": theirs, "agree": agree}
+    return {"shape": shape, "stamp": stamp, "import": ours, "duckdb": theirs, "agree": agree,
+            "scratch_bytes": manifest.get("aggregation", {}).get("spilled_bytes"),
+            "part_files": sum(map(len, manifest.get("ranges", {}).values())) or None}
 
 
 def _mib(n: int) -> str:
@@ -80,8 +91,9 @@ def _mib(n: int) -> str:
 
 def _outcome(m: Measurement, rows: int) -> list[str]:
     if m.returncode != 0:
-        return [f"failed (exit {m.returncode}) after {m.wall_seconds:.0f} s", "", _mib(m.peak_rss_bytes)]
-    return [f"{m.wall_seconds:,.1f}", f"{rows / m.wall_seconds / 1e6:.2f}M", _mib(m.peak_rss_bytes)]
+        return [f"failed (exit {m.returncode}) after {m.wall_seconds:.0f} s", "", "", _mib(m.peak_rss_bytes)]
+    return [f"{m.wall_seconds:,.1f}", f"{m.cpu_seconds:,.1f}", f"{rows / m.wall_seconds / 1e6:.2f}M",
+            _mib(m.peak_rss_bytes)]
 
 
 def report(results: list[dict], command: str) -> str:
@@ -92,10 +104,11 @@ def report(results: list[dict], command: str) -> str:
         "peak RSS is the whole process tree's, sampled every 50 ms; embedded import with `--pos keep`, "
         "DuckDB with 2 threads (`benchmarks/peers.py`).",
         "",
-        "| shape | rows | distinct n-grams | gzip | generated, M rows per CPU s | import wall s | import rows/s "
-        "| import peak RSS | RSS per distinct n-gram | DuckDB wall s | DuckDB rows/s | DuckDB peak RSS "
-        "| totals equal |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| shape | rows | distinct n-grams | gzip | generated, M rows per CPU s | import wall s | import CPU s "
+        "| import rows/s | import peak RSS | RSS per distinct n-gram | scratch files | n-gram part files "
+        "| DuckDB wall s | DuckDB CPU s | DuckDB rows/s | DuckDB peak RSS | totals equal |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | --- |",
     ]
     for r in results:
         stamp, ours = r["stamp"], r["import"]
@@ -103,10 +116,36 @@ def report(results: list[dict], command: str) -> str:
         cells = [r["shape"], f"{stamp['rows']:,}", f"{stamp['distinct']:,}",
                  f"{sum(stamp['files'].values()) / 1e6:,.0f} MB", f"{stamp['rows'] / stamp['cpu_seconds'] / 1e6:.1f}",
                  *_outcome(ours, stamp["rows"]), per_ngram,
+                 "" if r.get("scratch_bytes") is None else f"{r['scratch_bytes'] / 1e6:,.0f} MB",
+                 f"{r['part_files'] or ''}",
                  *_outcome(r["duckdb"], stamp["rows"]), "yes" if r["agree"] else "**no**"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", END]
+    lines += ["", *growth(results), END]
     return "\n".join(lines)
+
+
+def growth(results: list[dict]) -> list[str]:
+    """Per shape, the largest size against the size nearest 1/8 of it: the ratios of the import's peak
+    RSS and of its time per row (issue 14 asks for at most 1.25 and 1.3)."""
+    lines = []
+    for shape in sorted({r["shape"] for r in results}):
+        done = [r for r in results if r["shape"] == shape and r["import"].returncode == 0]
+        if len(done) < 2:
+            continue
+        top = max(done, key=lambda r: r["stamp"]["rows"])
+        eighth = min(done, key=lambda r: abs(math.log(8 * r["stamp"]["rows"] / top["stamp"]["rows"])))
+        if eighth is top:
+            continue
+        def ratio(measure, top=top, eighth=eighth):
+            return measure(top) / top["stamp"]["rows"] / (measure(eighth) / eighth["stamp"]["rows"])
+
+        lines.append(f"Shape {shape}, {top['stamp']['rows']:,} rows against {eighth['stamp']['rows']:,} "
+                     f"({top['stamp']['rows'] / eighth['stamp']['rows']:.1f}x): import peak RSS "
+                     f"x{top['import'].peak_rss_bytes / eighth['import'].peak_rss_bytes:.2f}, wall time per row "
+                     f"x{ratio(lambda r: r['import'].wall_seconds):.2f}, CPU time per row "
+                     f"x{ratio(lambda r: r['import'].cpu_seconds):.2f}.")
+        lines.append("")
+    return lines
 
 
 def _call_site(frames, depth: int = 3) -> str:
