@@ -9,11 +9,36 @@ shard, so Beam can combine partial tables before the shuffle.
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.metrics import Metrics
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import columnar
 from ngramflow.transforms.sizing import COMPACT_ROWS
+
+
+#: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
+#: group is one Java List (batch) or one RocksDB value (checkpointed), which sizing.KEY_BUDGET bounds.
+METRICS_NAMESPACE = "ngramflow"
+
+
+def table_bytes(tables) -> int:
+    return sum(t.nbytes for t in tables)
+
+
+def record_bytes(name: str, nbytes: int) -> None:
+    Metrics.distribution(METRICS_NAMESPACE, name).update(nbytes)
+
+
+def key_sizes(result) -> dict:
+    """{metric name: largest value} of the record_bytes distributions of a finished pipeline."""
+    largest = {}
+    for found in result.metrics().query()["distributions"]:
+        value = found.committed or found.attempted
+        if found.key.metric.namespace == METRICS_NAMESPACE and value:
+            name = found.key.metric.name  # one distribution per step that records it: the largest of all
+            largest[name] = max(largest.get(name, 0), value.max)
+    return largest
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -64,7 +89,9 @@ class SumRunTables(beam.CombineFn):
 
     def merge_accumulators(self, accumulators):
         tables = [table for acc in accumulators for table in acc]
+        record_bytes("ngram group bytes", table_bytes(tables))
         return [merge_runs(_concat(tables))] if len(tables) > 1 else tables
 
     def extract_output(self, accumulator):
+        record_bytes("ngram accumulator bytes", table_bytes(accumulator))
         return merge_runs(_concat(accumulator))

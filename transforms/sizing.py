@@ -49,6 +49,20 @@ def shard_count(input_bytes: int) -> int:
     return max(MIN_SHARDS, min(MAX_SHARDS, input_bytes // BYTES_PER_SHARD + 1))
 
 
+# Keys of the aggregation on Flink (the in-memory merge of TotalNgrams).
+
+#: The most bytes one key's group, accumulator or keyed-state value may reach on Flink (issue 14): the
+#: batch runner's GroupByKey holds a key's group as one Java List (Beam issue #18848), checkpointed mode
+#: as one RocksDB value (JNI: under 2 GB), and the Python worker merges it in memory.
+KEY_BUDGET = 64 << 20
+#: The environment variable that sets another budget, in bytes (tests force many keys with a tiny one).
+KEY_BUDGET_VARIABLE = "NGRAMFLOW_KEY_BUDGET"
+
+
+def key_budget() -> int:
+    return int(os.environ.get(KEY_BUDGET_VARIABLE, KEY_BUDGET))
+
+
 #: Buffered run rows after which a combiner's accumulator is merged, so that its memory follows the
 #: number of distinct n-grams rather than the number of runs it has seen.
 COMPACT_ROWS = 1 << 20

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
+from ngramflow.transforms.merge import record_bytes, table_bytes
 from ngramflow.transforms.shards import SplitByShard, split_by_key
 from ngramflow.transforms.sizing import MAX_TOKEN_SHARDS, PART_TOKENS
 
@@ -59,7 +60,9 @@ class MergeTokenTables(beam.CombineFn):
         return merge_tokens(pa.concat_tables([accumulator, table]))
 
     def merge_accumulators(self, accumulators):
-        return merge_tokens(pa.concat_tables(list(accumulators)))
+        accumulators = list(accumulators)
+        record_bytes("token group bytes", table_bytes(accumulators))
+        return merge_tokens(pa.concat_tables(accumulators))
 
     def extract_output(self, accumulator):
         return accumulator
