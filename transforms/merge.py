@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import columnar
-from ngramflow.transforms.sizing import COMPACT_ROWS
 
 
 #: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
@@ -69,29 +68,58 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=runs.schema)
 
 
-class SumRunTables(beam.CombineFn):
-    """Run tables of one shard -> one merged table (one row per n-gram).
+class LogStructuredMerge(beam.CombineFn):
+    """Tables of one key -> one merged table, through a log-structured merge.
 
-    The accumulator is a list of tables, compacted with ``merge_runs`` once it
-    buffers COMPACT_ROWS rows more than at its last compaction, so a
-    combiner's memory follows the number of distinct n-grams, not the number
-    of runs it has seen.
+    The accumulator is a stack of merged tables, each with more than twice the
+    rows of the one above it: an added table is merged on its own and pushed,
+    then the top two are merged while the upper one has at least half the rows
+    of the lower. Every row is thus merged O(log n) times for n rows of a key,
+    where compacting the whole accumulator per batch of added rows was
+    quadratic; ``merge_accumulators`` pushes the other accumulators' tables the
+    same way, so any order of calls costs the same. Subclasses name the merge
+    of one table (``merge``) and the kind of key (``KIND``) for the metrics.
     """
+
+    KIND: str
+
+    @staticmethod
+    def merge(table: pa.Table) -> pa.Table:
+        raise NotImplementedError
 
     def create_accumulator(self):
         return []
 
+    def _push(self, stack: list, merged: pa.Table) -> list:
+        stack.append(merged)
+        while len(stack) > 1 and 2 * stack[-1].num_rows >= stack[-2].num_rows:
+            upper = stack.pop()
+            stack[-1] = self.merge(pa.concat_tables([stack[-1], upper]))
+        return stack
+
     def add_input(self, accumulator, table):
-        accumulator.append(table)
-        if len(accumulator) > 1 and sum(t.num_rows for t in accumulator[1:]) >= COMPACT_ROWS:
-            accumulator[:] = [merge_runs(_concat(accumulator))]
-        return accumulator
+        return self._push(accumulator, self.merge(table))
 
     def merge_accumulators(self, accumulators):
-        tables = [table for acc in accumulators for table in acc]
-        record_bytes("ngram group bytes", table_bytes(tables))
-        return [merge_runs(_concat(tables))] if len(tables) > 1 else tables
+        accumulators = iter(accumulators)
+        merged = next(accumulators, [])  # Beam lets the first accumulator be modified and returned
+        group = table_bytes(merged)
+        for accumulator in accumulators:
+            group += table_bytes(accumulator)
+            for table in accumulator:
+                self._push(merged, table)
+        # The lifted combine's merge sees a key's whole group: on Flink one List (batch) or state value.
+        record_bytes(f"{self.KIND} group bytes", group)
+        return merged
 
     def extract_output(self, accumulator):
-        record_bytes("ngram accumulator bytes", table_bytes(accumulator))
-        return merge_runs(_concat(accumulator))
+        merged = accumulator[0] if len(accumulator) == 1 else self.merge(_concat(accumulator))
+        record_bytes(f"{self.KIND} accumulator bytes", merged.nbytes)
+        return merged
+
+
+class SumRunTables(LogStructuredMerge):
+    """Run tables of one shard -> one merged table (one row per n-gram, sorted by n-gram)."""
+
+    KIND = "ngram"
+    merge = staticmethod(merge_runs)

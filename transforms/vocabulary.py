@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
-from ngramflow.transforms.merge import record_bytes, table_bytes
+from ngramflow.transforms.merge import LogStructuredMerge
 from ngramflow.transforms.shards import SplitByShard, split_by_key
 from ngramflow.transforms.sizing import MAX_TOKEN_SHARDS, PART_TOKENS
 
@@ -52,20 +52,11 @@ def merge_tokens(table: pa.Table) -> pa.Table:
     return pa.table([merged["token"], merged["match_count_max"], merged["volume_count_max"]], schema=_TOKENS)
 
 
-class MergeTokenTables(beam.CombineFn):
-    def create_accumulator(self):
-        return _TOKENS.empty_table()
+class MergeTokenTables(LogStructuredMerge):
+    """Token tables of one token shard -> one row per token."""
 
-    def add_input(self, accumulator, table):
-        return merge_tokens(pa.concat_tables([accumulator, table]))
-
-    def merge_accumulators(self, accumulators):
-        accumulators = list(accumulators)
-        record_bytes("token group bytes", table_bytes(accumulators))
-        return merge_tokens(pa.concat_tables(accumulators))
-
-    def extract_output(self, accumulator):
-        return accumulator
+    KIND = "token"
+    merge = staticmethod(merge_tokens)
 
 
 def range_keys(tokens: pa.Table) -> np.ndarray:
