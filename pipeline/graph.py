@@ -9,7 +9,7 @@ from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import mkn_parts, shard_count, spill_bytes, work_unit_bytes
+from ngramflow.transforms.sizing import merge_shards, mkn_parts, shard_count, spill_bytes, work_unit_bytes
 from ngramflow.transforms.total import SummarizeOrders, TotalNgrams, TotalNgramsOnDisk, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
 
@@ -52,7 +52,8 @@ class ImportNgrams(beam.PTransform):
 def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None):
     """Add the whole import, from the file list to every output file, to ``pipeline``."""
     input_bytes = sum(size for _, size in files)
-    shards = shard_count(input_bytes)
+    # The in-memory merge (Flink) bounds each key's group: its shard count follows the input (sizing.py).
+    shards = shard_count(input_bytes) if spills(opts) else merge_shards(input_bytes)
     settings = opts.read_settings(progress_dir)
     results = (
         pipeline
