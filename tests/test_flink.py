@@ -16,13 +16,20 @@ import time
 import duckdb
 import pytest
 
-from conftest import NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012
+from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
+                      reference_2020)
+from ngramflow.corpus import scale
 from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
+from ngramflow.schemas import layout
+from ngramflow.transforms.sizing import KEY_BUDGET_VARIABLE, merge_shards
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Small enough that the test corpus's larger files are read in many slices.
 SLICE_SIZE = "64k"
+#: A key budget small enough that the test corpora are merged under dozens of keys, as a corpus
+#: thousands of times larger is under the real one.
+SMALL_KEY_BUDGET = 1 << 20
 FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "status")
 
 
@@ -111,6 +118,37 @@ def test_bundled_sample_on_flink_matches_duckdb(flink_provisioned, tmp_path):
     assert_same_rows(ngrams_of(dataset), reference_2012(gz_files(os.path.join(SAMPLE, "2012")), where=NOT_TAGGED))
 
 
+@pytest.fixture(scope="module")
+def distinct_heavy(tmp_path_factory):
+    """corpus.scale's shape b: 2020 format, one line per 2-gram, 150,000 distinct 2-grams."""
+    out = tmp_path_factory.mktemp("distinct-heavy")
+    scale.generate(str(out), "b", 300_000, seed=5)
+    return str(out)
+
+
+def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, distinct_heavy, tmp_path,
+                                                           monkeypatch):
+    """Each key's group stays within the budget however many keys the input needs, and the totals stay exact."""
+    monkeypatch.setenv(KEY_BUDGET_VARIABLE, str(SMALL_KEY_BUDGET))
+    files = gz_files(distinct_heavy)
+    keys = merge_shards(sum(os.path.getsize(f) for f in files))
+    assert keys >= 50
+    reference = content(import_ok(distinct_heavy, tmp_path / "direct", "--pos", "keep"))
+    for mode, options in (("batch", ()), ("checkpointed", ("--checkpoint-interval", "1", "--slice-size", "1m",
+                                                            "--checkpoint-dir", tmp_path / "checkpoints"))):
+        dataset = import_ok(distinct_heavy, tmp_path / mode, "--pos", "keep", "--runner", "flink", "--mode", mode,
+                            "--workers", "2", *options)
+        assert_same_rows(ngrams_of(dataset), reference_2020(files))
+        ours = content(dataset)
+        assert ours["vocabulary"] == reference["vocabulary"] and ours["orders"] == reference["orders"]
+        manifest = json.load(open(os.path.join(dataset, "_manifest.json")))
+        parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
+        assert len(parts) == keys, "one part file per key"
+        largest = manifest["flink"]["largest_key_bytes"]
+        print(f"\n{mode}: {keys} keys, largest values per key {largest}")
+        assert 0 < largest["ngram group bytes"] <= SMALL_KEY_BUDGET
+
+
 # --- faults on a standalone cluster ---------------------------------------------------------------
 
 
@@ -123,13 +161,16 @@ def cluster(flink_provisioned, tmp_path):
 
 
 def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.Popen:
-    """A checkpointed import as its own process (as a user runs it), checkpointing every second."""
+    """A checkpointed import as its own process (as a user runs it), checkpointing every second, its n-gram
+    state spread over many keys."""
     return subprocess.Popen(
         [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
          "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
          *options],
-        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # State spread over many keys, as a large corpus spreads it (sizing.merge_shards).
+        env={**os.environ, KEY_BUDGET_VARIABLE: str(SMALL_KEY_BUDGET)})
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:

@@ -111,13 +111,18 @@ def main() -> int:
                  "--flink-master", cluster.rest_address],
                 cwd=PROJECT, capture_output=True, text=True)
             wall = time.time() - started
-            if done.returncode != 0:
-                print(done.stderr, file=sys.stderr)
-                return 1
             state = cluster.state()
             jobmanager = jvm.peak_rss_bytes(state["jobmanager"]["pid"])
             (taskmanager_pid,) = cluster.taskmanager_pids()
             taskmanager = jvm.peak_rss_bytes(taskmanager_pid)
+            if done.returncode != 0:  # what it cost until it failed, and why (the "before" of issue 14)
+                reason = done.stderr.strip().splitlines()[-1][:300]
+                print(f"import failed after {wall:.0f} s: {reason}\nJobManager {mib(jobmanager)}, TaskManager "
+                      f"{mib(taskmanager)} (the job server and Python worker died with the import)")
+                print(ROW)
+                print(f"| {args.shape or '-'} | {args.rows / 1e6:,.1f}M | {args.mode} | - | failed after {wall:.0f} s "
+                      f"| - | - | {mib(jobmanager)} | {mib(taskmanager)} | - | - | - | - | - | {reason} |")
+                return 1
             (job,) = rest.jobs(cluster.rest_address)
             stats = rest.checkpoints(cluster.rest_address, job["jid"])
             timeline, during = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
