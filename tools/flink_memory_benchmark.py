@@ -22,6 +22,7 @@ and compares the totals. Everything it starts is stopped by pid.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,7 @@ def main() -> int:
     parser.add_argument("--taskmanager-memory", default=DEFAULT_TASKMANAGER_MEMORY)
     parser.add_argument("--checkpoint-interval", default="2")
     parser.add_argument("--slice-size", default="64m")
+    parser.add_argument("--timeout", type=float, default=1800, help="stop the import after this many seconds")
     parser.add_argument("--check", action="store_true", help="compare the totals with DuckDB's (--shape only)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ngramflow-flink-bench-") as tmp:
@@ -105,18 +107,28 @@ def main() -> int:
         try:
             cluster.up(taskmanagers=1, memory=args.taskmanager_memory, slots=2)
             started = time.time()
-            done = subprocess.run(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "ngramflow.cli", "import", corpus, *options,
                  "--output", os.path.join(tmp, "out"), "--quiet", "--runner", "flink", "--mode", args.mode,
                  "--flink-master", cluster.rest_address],
-                cwd=PROJECT, capture_output=True, text=True)
+                cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                _, err = process.communicate(timeout=args.timeout)
+            except subprocess.TimeoutExpired:  # a job that hangs after a failure in the TaskManager
+                process.send_signal(signal.SIGTERM)  # the CLI stops its job server on SIGTERM
+                _, err = process.communicate()
+                err += f"\ntimed out after {args.timeout:.0f} s"
             wall = time.time() - started
             state = cluster.state()
             jobmanager = jvm.peak_rss_bytes(state["jobmanager"]["pid"])
             (taskmanager_pid,) = cluster.taskmanager_pids()
             taskmanager = jvm.peak_rss_bytes(taskmanager_pid)
-            if done.returncode != 0:  # what it cost until it failed, and why (the "before" of issue 14)
-                reason = done.stderr.strip().splitlines()[-1][:300]
+            if process.returncode != 0:  # what it cost until it failed, and why (the "before" of issue 14)
+                reason = err.strip().splitlines()[-1][:300]
+                with open(state["taskmanagers"][0]["log"], errors="replace") as fh:
+                    errors = [line.strip() for line in fh if "Error:" in line]
+                if errors:  # what went wrong in the TaskManager first
+                    reason += f"; TaskManager: {errors[0][:200]}"
                 print(f"import failed after {wall:.0f} s: {reason}\nJobManager {mib(jobmanager)}, TaskManager "
                       f"{mib(taskmanager)} (the job server and Python worker died with the import)")
                 print(ROW)

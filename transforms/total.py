@@ -48,7 +48,10 @@ class TotalNgrams(beam.PTransform):
     """Run tables -> (shard, n-gram table) with schemas.NGRAMS rows, each sorted by n-gram.
 
     Runs are split by a stable hash of the n-gram, so every n-gram's runs meet
-    in one shard; Beam combines partial tables before the shuffle.
+    in one shard; Beam combines partial tables before the shuffle. On Flink a
+    shard's group is one Java List (batch) or one RocksDB value (checkpointed):
+    ``shards`` comes from sizing.merge_shards, which keeps each within the key
+    budget at any input size.
     """
 
     def __init__(self, min_count: int, shards: int):
