@@ -47,7 +47,7 @@ ROW = ("| shape | rows | mode | keys | wall | µs/row | job server | JobManager 
 
 
 def mib(n) -> str:
-    return "-" if n is None else f"{n / 2**20:,.0f} MiB"
+    return "-" if n is None else f"{n / 2**20:,.0f} MiB" if n >= 10 << 20 else f"{n / 2**20:.2f} MiB"
 
 
 def checkpoint_timeline(address: str, job: str, history: list[dict]) -> tuple[str, list[dict]]:
@@ -145,12 +145,14 @@ def main() -> int:
         # The keys of the n-gram merge: one part file each per order.
         keys = len({os.path.basename(f) for f in manifest["files"] if f.startswith(layout.NGRAMS + "/")})
     flink, counts = manifest["flink"], stats["counts"]
-    rows = manifest["rows_read"]
+    # Year rows, as corpus.scale counts them (a 2020 line holds several), so both shapes compare row for row.
+    rows = scale._read_stamp(corpus)["rows"] if args.shape else manifest["rows_read"]
     input_bytes = sum(i["size"] for i in manifest["inputs"])
     durations = sorted(c["duration_ms"] for c in flink["checkpoints"])
     median = durations[len(durations) // 2] if durations else None
     largest = flink["largest_key_bytes"]
-    print(f"corpus: {rows:,} rows in {len(manifest['inputs'])} files, {input_bytes / 1e6:,.1f} MB; "
+    print(f"corpus: {rows:,} rows ({manifest['rows_read']:,} lines) in {len(manifest['inputs'])} files, "
+          f"{input_bytes / 1e6:,.1f} MB; "
           f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; {keys:,} keys "
           f"(budget {mib(key_budget())}); import wall time {wall:.0f} s")
     if args.mode == "checkpointed":
