@@ -27,9 +27,10 @@ from ngramflow.transforms.sizing import KEY_BUDGET_VARIABLE, merge_shards
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Small enough that the test corpus's larger files are read in many slices.
 SLICE_SIZE = "64k"
-#: A key budget small enough that the test corpora are merged under dozens of keys, as a corpus
-#: thousands of times larger is under the real one.
-SMALL_KEY_BUDGET = 1 << 20
+#: Key budgets small enough that the test corpora are merged under many keys, as corpora thousands of
+#: times larger are under the real one: ~120 keys for the distinct-heavy corpus, ~55 for the kill tests'
+#: (fewer there: every slice's table is split over all keys, and those tests read 64 KiB slices).
+SMALL_KEY_BUDGET, KILL_TEST_KEY_BUDGET = 1 << 20, 4 << 20
 FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "status")
 
 
@@ -132,7 +133,7 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
     monkeypatch.setenv(KEY_BUDGET_VARIABLE, str(SMALL_KEY_BUDGET))
     files = gz_files(distinct_heavy)
     keys = merge_shards(sum(os.path.getsize(f) for f in files))
-    assert keys >= 50
+    assert keys >= 100
     reference = content(import_ok(distinct_heavy, tmp_path / "direct", "--pos", "keep"))
     for mode, options in (("batch", ()), ("checkpointed", ("--checkpoint-interval", "1", "--slice-size", "1m",
                                                             "--checkpoint-dir", tmp_path / "checkpoints"))):
@@ -170,7 +171,7 @@ def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.P
          *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # State spread over many keys, as a large corpus spreads it (sizing.merge_shards).
-        env={**os.environ, KEY_BUDGET_VARIABLE: str(SMALL_KEY_BUDGET)})
+        env={**os.environ, KEY_BUDGET_VARIABLE: str(KILL_TEST_KEY_BUDGET)})
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
@@ -205,6 +206,11 @@ def wait_for_checkpoints(cluster, job: str, completed: int, timeout: float = 180
     pytest.fail(f"fewer than {completed} checkpoints completed within {timeout} s")
 
 
+def assert_spread_over_many_keys(dataset) -> None:
+    files = json.load(open(os.path.join(dataset, "_manifest.json")))["files"]
+    assert len([f for f in files if f.startswith(layout.ngrams_folder(2))]) >= 50, "one part file per key"
+
+
 def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
     jvm.stop(pid)  # reaps it
@@ -227,6 +233,7 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
     assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
     print(f"checkpoints in all: {stats['counts']}")
     assert_same_dataset(tmp_path / "out", reference)
+    assert_spread_over_many_keys(tmp_path / "out")
 
 
 def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
@@ -265,3 +272,4 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
     (job,) = [j["jid"] for j in jobs if j["state"] == "FINISHED"]
     assert rest.checkpoints(cluster.rest_address, job)["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)
+    assert_spread_over_many_keys(tmp_path / "out")
