@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
-                      reference_2020)
+                      reference_2020, run_cli)
 from ngramflow.corpus import scale
 from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
@@ -128,8 +128,9 @@ def distinct_heavy(tmp_path_factory):
 
 
 def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, distinct_heavy, tmp_path,
-                                                           monkeypatch):
-    """Each key's group stays within the budget however many keys the input needs, and the totals stay exact."""
+                                                           monkeypatch, capsys):
+    """Each key's group stays within the budget however many keys the input needs, the totals stay exact, and
+    `ngramflow query` finds n-grams in any of the part files."""
     monkeypatch.setenv(KEY_BUDGET_VARIABLE, str(SMALL_KEY_BUDGET))
     files = gz_files(distinct_heavy)
     keys = merge_shards(sum(os.path.getsize(f) for f in files))
@@ -146,8 +147,14 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
         parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
         assert len(parts) == keys, "one part file per key"
         largest = manifest["flink"]["largest_key_bytes"]
-        print(f"\n{mode}: {keys} keys, largest values per key {largest}")
         assert 0 < largest["ngram group bytes"] <= SMALL_KEY_BUDGET
+        probes = ours["ngrams"][::len(ours["ngrams"]) // 20]  # (ngram, order, match, volume, ...), spread over keys
+        capsys.readouterr()
+        assert run_cli("query", dataset, "count", *[p[0] for p in probes], "--format", "json") == 0
+        counts = [(r["ngram"], r["match_count"], r["volume_count"]) for r in json.loads(capsys.readouterr().out)]
+        assert counts == [(p[0], p[2], p[3]) for p in probes]
+        with capsys.disabled():
+            print(f"\n{mode}: {keys} keys, largest values per key {largest}")
 
 
 # --- faults on a standalone cluster ---------------------------------------------------------------
