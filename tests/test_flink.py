@@ -147,7 +147,7 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
         parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
         assert len(parts) == keys, "one part file per key"
         largest = manifest["flink"]["largest_key_bytes"]
-        assert 0 < largest["ngram group bytes"] <= SMALL_KEY_BUDGET
+        assert 0 < largest["ngram input bytes"] <= SMALL_KEY_BUDGET
         probes = ours["ngrams"][::len(ours["ngrams"]) // 20]  # (ngram, order, match, volume, ...), spread over keys
         capsys.readouterr()
         assert run_cli("query", dataset, "count", *[p[0] for p in probes], "--format", "json") == 0

@@ -44,6 +44,8 @@ def combine_in_random_order(fn, tables, rng: random.Random):
         rng.shuffle(accumulators)
         take = rng.randint(2, len(accumulators))
         accumulators = [fn.merge_accumulators(accumulators[:take])] + accumulators[take:]
+    # What the key received, whatever the order: the bound of its group that the metrics report.
+    assert accumulators[0].added == sum(t.nbytes for t in tables)
     return fn.extract_output(accumulators[0])
 
 

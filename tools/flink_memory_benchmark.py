@@ -42,7 +42,7 @@ from ngramflow.schemas import layout  # noqa: E402
 from ngramflow.transforms.sizing import key_budget  # noqa: E402
 
 ROW = ("| shape | rows | mode | keys | wall | µs/row | job server | JobManager | TaskManager | Python worker "
-       "| largest n-gram group | largest token group | checkpoints (completed / during the read / failed) "
+       "| largest n-gram key | largest token key | checkpoints (completed / during the read / failed) "
        "| median, max checkpoint | totals = DuckDB |")
 
 
@@ -136,15 +136,16 @@ def main() -> int:
                       f"| - | - | {mib(jobmanager)} | {mib(taskmanager)} | - | - | - | - | - | {reason} |")
                 return 1
             (job,) = rest.jobs(cluster.rest_address)
-            stats = rest.checkpoints(cluster.rest_address, job["jid"])
-            timeline, during = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
+            if args.mode == "checkpointed":
+                stats = rest.checkpoints(cluster.rest_address, job["jid"])
+                timeline, during = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
         finally:
             cluster.down()
         agrees = duckdb_agrees(args, corpus, os.path.join(tmp, "out"), tmp) if args.check and args.shape else None
         manifest = json.load(open(os.path.join(tmp, "out", "_manifest.json")))
         # The keys of the n-gram merge: one part file each per order.
         keys = len({os.path.basename(f) for f in manifest["files"] if f.startswith(layout.NGRAMS + "/")})
-    flink, counts = manifest["flink"], stats["counts"]
+    flink = manifest["flink"]
     # Year rows, as corpus.scale counts them (a 2020 line holds several), so both shapes compare row for row.
     rows = scale._read_stamp(corpus)["rows"] if args.shape else manifest["rows_read"]
     input_bytes = sum(i["size"] for i in manifest["inputs"])
@@ -156,6 +157,7 @@ def main() -> int:
           f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; {keys:,} keys "
           f"(budget {mib(key_budget())}); import wall time {wall:.0f} s")
     if args.mode == "checkpointed":
+        counts = stats["counts"]
         print(f"checkpoints: {counts['completed']} completed ({len(during)} triggered during the read), "
               f"{counts['failed']} failed; durations min {durations[0] if durations else '-'} ms, median "
               f"{median if durations else '-'} ms, max {durations[-1] if durations else '-'} ms")
@@ -172,7 +174,7 @@ def main() -> int:
     print(f"| {args.shape or '-'} | {rows / 1e6:,.1f}M | {args.mode} | {keys:,} | {wall:.0f} s "
           f"| {wall / rows * 1e6:.2f} | {mib(flink['job_server_peak_rss_bytes'])} | {mib(jobmanager)} "
           f"| {mib(taskmanager)} | {mib(flink['python_worker_peak_rss_bytes'])} "
-          f"| {mib(largest.get('ngram group bytes'))} | {mib(largest.get('token group bytes'))} | {checkpoints} "
+          f"| {mib(largest.get('ngram input bytes'))} | {mib(largest.get('token input bytes'))} | {checkpoints} "
           f"| {'-' if agrees is None else 'yes' if agrees else '**no**'} |")
     return 0
 

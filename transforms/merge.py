@@ -17,12 +17,9 @@ from ngramflow.transforms import columnar
 
 
 #: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
-#: group is one Java List (batch) or one RocksDB value (checkpointed), which sizing.KEY_BUDGET bounds.
+#: key's group is one Java List (batch) or one RocksDB value (checkpointed), which sizing.KEY_BUDGET bounds;
+#: the bytes of every table a key received bound its group.
 METRICS_NAMESPACE = "ngramflow"
-
-
-def table_bytes(tables) -> int:
-    return sum(t.nbytes for t in tables)
 
 
 def record_bytes(name: str, nbytes: int) -> None:
@@ -68,6 +65,13 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=runs.schema)
 
 
+class _Stack(list):
+    """A log-structured merge's accumulator: merged tables, largest first, and ``added``, the bytes of every
+    table added to it (a key's group as the runner holds it when the values are grouped before combining)."""
+
+    added = 0
+
+
 class LogStructuredMerge(beam.CombineFn):
     """Tables of one key -> one merged table, through a log-structured merge.
 
@@ -88,9 +92,9 @@ class LogStructuredMerge(beam.CombineFn):
         raise NotImplementedError
 
     def create_accumulator(self):
-        return []
+        return _Stack()
 
-    def _push(self, stack: list, merged: pa.Table) -> list:
+    def _push(self, stack: _Stack, merged: pa.Table) -> _Stack:
         stack.append(merged)
         while len(stack) > 1 and 2 * stack[-1].num_rows >= stack[-2].num_rows:
             upper = stack.pop()
@@ -98,22 +102,21 @@ class LogStructuredMerge(beam.CombineFn):
         return stack
 
     def add_input(self, accumulator, table):
+        accumulator.added += table.nbytes
         return self._push(accumulator, self.merge(table))
 
     def merge_accumulators(self, accumulators):
         accumulators = iter(accumulators)
-        merged = next(accumulators, [])  # Beam lets the first accumulator be modified and returned
-        group = table_bytes(merged)
+        merged = next(accumulators, None) or _Stack()  # Beam lets the first accumulator be modified
         for accumulator in accumulators:
-            group += table_bytes(accumulator)
+            merged.added += accumulator.added
             for table in accumulator:
                 self._push(merged, table)
-        # The lifted combine's merge sees a key's whole group: on Flink one List (batch) or state value.
-        record_bytes(f"{self.KIND} group bytes", group)
         return merged
 
     def extract_output(self, accumulator):
         merged = accumulator[0] if len(accumulator) == 1 else self.merge(_concat(accumulator))
+        record_bytes(f"{self.KIND} input bytes", accumulator.added)
         record_bytes(f"{self.KIND} accumulator bytes", merged.nbytes)
         return merged
 
