@@ -11,7 +11,7 @@ from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import mkn_parts, range_rows, shard_count, spill_bytes, work_unit_bytes
+from ngramflow.transforms.sizing import merge_shards, mkn_parts, range_rows, spill_bytes, work_unit_bytes
 from ngramflow.transforms.spill import TotalNgramsOnDisk
 from ngramflow.transforms.total import SumOrderTotals, SummarizeOrders, TotalNgrams, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
@@ -65,7 +65,9 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     """Add the whole import, from the file list to every output file, to ``pipeline``; on the spill path
     the MKN stage is a pipeline of its own, after this one (pipeline/run.py)."""
     input_bytes = sum(size for _, size in files)
-    shards = shard_count(input_bytes)
+    # The in-memory merge (Flink) bounds each key's group: its shard count follows the input (sizing.py);
+    # the spill path's ranges follow the data it spilled.
+    shards = merge_shards(input_bytes)
     settings = opts.read_settings(progress_dir)
     results = (
         pipeline

@@ -27,6 +27,7 @@ from ngramflow.pipeline.progress import ProgressReporter
 from ngramflow.schemas import layout
 from ngramflow.schemas.manifest import ImportRecord, Manifest, OrderTotals, command_line
 from ngramflow.transforms.mkn.discount import DiscountError
+from ngramflow.transforms.merge import key_sizes
 from ngramflow.transforms.read import InputFileError, merge_file_stats
 from ngramflow.transforms.spill import range_index
 
@@ -90,7 +91,10 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
             # Anything after ``--`` on the command line overrides the runner's arguments.
             pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
             build_import(pipeline, opts, files, out, progress_dir)
-            pipeline.run().wait_until_finish()
+            result = pipeline.run()
+            result.wait_until_finish()
+            if info:
+                info.largest_key_bytes = key_sizes(result)
         finally:
             if reporter:
                 reporter.stop()

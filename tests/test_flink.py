@@ -16,13 +16,21 @@ import time
 import duckdb
 import pytest
 
-from conftest import NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012
+from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
+                      reference_2020, run_cli)
+from ngramflow.corpus import scale
 from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
+from ngramflow.schemas import layout
+from ngramflow.transforms.sizing import KEY_BUDGET_VARIABLE, merge_shards
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Small enough that the test corpus's larger files are read in many slices.
 SLICE_SIZE = "64k"
+#: Key budgets small enough that the test corpora are merged under many keys, as corpora thousands of
+#: times larger are under the real one: ~120 keys for the distinct-heavy corpus, ~40 for the kill tests'
+#: (fewer there: every slice's table is split over all keys, and those tests read 64 KiB slices).
+SMALL_KEY_BUDGET, KILL_TEST_KEY_BUDGET = 1 << 20, 4 << 20
 FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "status")
 
 
@@ -111,6 +119,44 @@ def test_bundled_sample_on_flink_matches_duckdb(flink_provisioned, tmp_path):
     assert_same_rows(ngrams_of(dataset), reference_2012(gz_files(os.path.join(SAMPLE, "2012")), where=NOT_TAGGED))
 
 
+@pytest.fixture(scope="module")
+def distinct_heavy(tmp_path_factory):
+    """corpus.scale's shape b: 2020 format, one line per 2-gram, 150,000 distinct 2-grams."""
+    out = tmp_path_factory.mktemp("distinct-heavy")
+    scale.generate(str(out), "b", 300_000, seed=5)
+    return str(out)
+
+
+def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, distinct_heavy, tmp_path,
+                                                           monkeypatch, capsys):
+    """Each key's group stays within the budget however many keys the input needs, the totals stay exact, and
+    `ngramflow query` finds n-grams in any of the part files."""
+    monkeypatch.setenv(KEY_BUDGET_VARIABLE, str(SMALL_KEY_BUDGET))
+    files = gz_files(distinct_heavy)
+    keys = merge_shards(sum(os.path.getsize(f) for f in files))
+    assert keys >= 100
+    reference = content(import_ok(distinct_heavy, tmp_path / "direct", "--pos", "keep"))
+    for mode, options in (("batch", ()), ("checkpointed", ("--checkpoint-interval", "1", "--slice-size", "1m",
+                                                            "--checkpoint-dir", tmp_path / "checkpoints"))):
+        dataset = import_ok(distinct_heavy, tmp_path / mode, "--pos", "keep", "--runner", "flink", "--mode", mode,
+                            "--workers", "2", *options)
+        assert_same_rows(ngrams_of(dataset), reference_2020(files))
+        ours = content(dataset)
+        assert ours["vocabulary"] == reference["vocabulary"] and ours["orders"] == reference["orders"]
+        manifest = json.load(open(os.path.join(dataset, "_manifest.json")))
+        parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
+        assert len(parts) == keys, "one part file per key"
+        largest = manifest["flink"]["largest_key_bytes"]
+        assert 0 < largest["ngram input bytes"] <= SMALL_KEY_BUDGET
+        probes = ours["ngrams"][::len(ours["ngrams"]) // 20]  # (ngram, order, match, volume, ...), spread over keys
+        capsys.readouterr()
+        assert run_cli("query", dataset, "count", *[p[0] for p in probes], "--format", "json") == 0
+        counts = [(r["ngram"], r["match_count"], r["volume_count"]) for r in json.loads(capsys.readouterr().out)]
+        assert counts == [(p[0], p[2], p[3]) for p in probes]
+        with capsys.disabled():
+            print(f"\n{mode}: {keys} keys, largest values per key {largest}")
+
+
 # --- faults on a standalone cluster ---------------------------------------------------------------
 
 
@@ -123,13 +169,16 @@ def cluster(flink_provisioned, tmp_path):
 
 
 def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.Popen:
-    """A checkpointed import as its own process (as a user runs it), checkpointing every second."""
+    """A checkpointed import as its own process (as a user runs it), checkpointing every second, its n-gram
+    state spread over many keys."""
     return subprocess.Popen(
         [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
          "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
          *options],
-        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # State spread over many keys, as a large corpus spreads it (sizing.merge_shards).
+        env={**os.environ, KEY_BUDGET_VARIABLE: str(KILL_TEST_KEY_BUDGET)})
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
@@ -164,6 +213,11 @@ def wait_for_checkpoints(cluster, job: str, completed: int, timeout: float = 180
     pytest.fail(f"fewer than {completed} checkpoints completed within {timeout} s")
 
 
+def assert_spread_over_many_keys(dataset) -> None:
+    files = json.load(open(os.path.join(dataset, "_manifest.json")))["files"]
+    assert len([f for f in files if f.startswith(layout.ngrams_folder(2))]) >= 40, "one part file per key"
+
+
 def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
     jvm.stop(pid)  # reaps it
@@ -186,6 +240,7 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
     assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
     print(f"checkpoints in all: {stats['counts']}")
     assert_same_dataset(tmp_path / "out", reference)
+    assert_spread_over_many_keys(tmp_path / "out")
 
 
 def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
@@ -224,3 +279,4 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
     (job,) = [j["jid"] for j in jobs if j["state"] == "FINISHED"]
     assert rest.checkpoints(cluster.rest_address, job)["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)
+    assert_spread_over_many_keys(tmp_path / "out")

@@ -1,20 +1,28 @@
-"""Peak memory of every process of a checkpointed Flink import on a local session cluster.
+"""Peak memory of every process, and the largest key, of a Flink import on a local session cluster.
 
-    .venv/bin/python tools/flink_memory_benchmark.py [--rows 2400000 | --corpus DIR] [--taskmanager-memory 2g]
-                                                     [--slice-size 64m]
+    .venv/bin/python tools/flink_memory_benchmark.py [--rows 2400000 | --shape a|b --rows N | --corpus DIR]
+                                                     [--mode batch|checkpointed] [--taskmanager-memory 2g]
+                                                     [--slice-size 64m] [--check] [--workdir DIR]
 
-Generates a synthetic corpus (4x the Flink tests' corpus by default) or takes
-the files under --corpus, starts a cluster (one JobManager, one TaskManager
-bounded to --taskmanager-memory), runs `ngramflow import --runner flink --mode
-checkpointed` against it, and prints the checkpoint durations and a Markdown
-table of peak RSS (VmHWM) per process: job server, JobManager, TaskManager, and
-the Python worker (the import process itself, LOOPBACK).
-Everything it starts is stopped by pid; its files live in a temporary folder.
+Takes the files under --corpus, or generates a corpus: with --shape, a scale
+corpus of ``ngramflow.corpus.scale`` (cached under --workdir, imported with
+``--pos keep`` so that every distinct n-gram is totalled, as DuckDB does);
+without it, a synthetic corpus of ``corpus.synthetic`` (4x the Flink tests'
+by default). Starts a cluster (one JobManager, one TaskManager bounded to
+--taskmanager-memory), runs ``ngramflow import --runner flink --mode MODE``
+against it, and prints: the checkpoints (count, durations, when they ran
+against the read stage), the peak RSS (VmHWM) per process (job server,
+JobManager, TaskManager, and the Python worker: the import process itself,
+LOOPBACK), the largest group / keyed-state value per kind of key (the Beam
+metrics of transforms/merge.py, against sizing.KEY_BUDGET), and one Markdown
+table row of all of it. --check also runs DuckDB's GROUP BY of the same files
+and compares the totals. Everything it starts is stopped by pid.
 """
 
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,80 +31,151 @@ import time
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, PROJECT)
 
+from benchmarks.bench import _peer  # noqa: E402
+from benchmarks.scale import _PEERS, _totals_agree  # noqa: E402
+from ngramflow.corpus import scale  # noqa: E402
 from ngramflow.corpus.synthetic import generate  # noqa: E402
 from ngramflow.pipeline.flink import jvm, rest  # noqa: E402
 from ngramflow.pipeline.flink.cluster import SessionCluster  # noqa: E402
 from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
+from ngramflow.schemas import layout  # noqa: E402
+from ngramflow.transforms.sizing import key_budget  # noqa: E402
+
+ROW = ("| shape | rows | mode | keys | wall | µs/row | job server | JobManager | TaskManager | Python worker "
+       "| largest n-gram key | largest token key | checkpoints (completed / during the read / failed) "
+       "| median, max checkpoint | totals = DuckDB |")
 
 
 def mib(n) -> str:
-    return f"{n / 2**20:,.0f} MiB"
+    return "-" if n is None else f"{n / 2**20:,.0f} MiB" if n >= 10 << 20 else f"{n / 2**20:.2f} MiB"
 
 
-def checkpoint_timeline(address: str, job: str, history: list[dict]) -> str:
-    """When the read stage ran and when each checkpoint was triggered and ended, in seconds from the job's start."""
+def checkpoint_timeline(address: str, job: str, history: list[dict]) -> tuple[str, list[dict]]:
+    """(when the read stage ran and each checkpoint was triggered and ended, in seconds from the job's start;
+    the completed checkpoints triggered while the read stage ran)."""
     vertices = rest.get(address, f"/jobs/{job}")["vertices"]
     start = min(v["start-time"] for v in vertices)
     (read,) = [v for v in vertices if "Spread work units over workers" in v["name"]]
     events = ", ".join(f"#{c['id']} {(c['trigger_timestamp'] - start) / 1000:.1f}-"
                        f"{(c['latest_ack_timestamp'] - start) / 1000:.1f} s {c['status'].lower()}"
                        for c in sorted(history, key=lambda c: c["id"]))
+    during = [c for c in history if c["status"] == "COMPLETED"
+              and read["start-time"] <= c["trigger_timestamp"] <= read["end-time"]]
     return (f"read stage ran {(read['start-time'] - start) / 1000:.1f}-{(read['end-time'] - start) / 1000:.1f} s "
-            f"of the job; checkpoints: {events}")
+            f"of the job; checkpoints: {events}"), during
+
+
+def corpus_of(args, tmp: str) -> tuple[str, list[str]]:
+    """(folder to import, extra import options)."""
+    if args.corpus:
+        return args.corpus, []
+    if args.shape:
+        folder = os.path.join(args.workdir, f"{args.shape}-{args.rows}")
+        scale.generate(folder, args.shape, args.rows)
+        return folder, ["--pos", "keep"]
+    generate(os.path.join(tmp, "corpus"), rows=args.rows, seed=7, orders=(1, 2, 3), formats=("2012",), malformed=5)
+    return os.path.join(tmp, "corpus", "2012"), []
+
+
+def duckdb_agrees(args, corpus: str, dataset: str, tmp: str) -> bool:
+    files = [os.path.join(corpus, name) for name in sorted(scale._read_stamp(corpus)["files"])]
+    duck = os.path.join(tmp, "duckdb.parquet")
+    subprocess.run(_peer(_PEERS[args.shape], duck, files), check=True, env={**os.environ, "PYTHONPATH": PROJECT})
+    return _totals_agree(dataset, duck)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=2_400_000)
+    parser.add_argument("--shape", choices=sorted(scale.SHAPES), help="a scale corpus of this shape")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ngramflow-scale"),
+                        help="where --shape corpora are cached")
     parser.add_argument("--corpus", help="import these files instead of a generated corpus")
+    parser.add_argument("--mode", choices=("batch", "checkpointed"), default="checkpointed")
     parser.add_argument("--taskmanager-memory", default=DEFAULT_TASKMANAGER_MEMORY)
     parser.add_argument("--checkpoint-interval", default="2")
     parser.add_argument("--slice-size", default="64m")
+    parser.add_argument("--timeout", type=float, default=1800, help="stop the import after this many seconds")
+    parser.add_argument("--check", action="store_true", help="compare the totals with DuckDB's (--shape only)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ngramflow-flink-bench-") as tmp:
-        corpus = args.corpus
-        if corpus is None:
-            corpus = os.path.join(tmp, "corpus", "2012")
-            generate(os.path.join(tmp, "corpus"), rows=args.rows, seed=7, orders=(1, 2, 3), formats=("2012",),
-                     malformed=5)
+        corpus, options = corpus_of(args, tmp)
+        if args.mode == "checkpointed":
+            options += ["--slice-size", args.slice_size, "--checkpoint-interval", args.checkpoint_interval,
+                        "--checkpoint-dir", os.path.join(tmp, "checkpoints")]
         cluster = SessionCluster(os.path.join(tmp, "cluster"))
         try:
             cluster.up(taskmanagers=1, memory=args.taskmanager_memory, slots=2)
             started = time.time()
-            done = subprocess.run(
-                [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--slice-size", args.slice_size,
-                 "--output", os.path.join(tmp, "out"), "--quiet", "--runner", "flink", "--mode", "checkpointed",
-                 "--checkpoint-interval", args.checkpoint_interval, "--flink-master", cluster.rest_address,
-                 "--checkpoint-dir", os.path.join(tmp, "checkpoints")],
-                cwd=PROJECT, capture_output=True, text=True)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "ngramflow.cli", "import", corpus, *options,
+                 "--output", os.path.join(tmp, "out"), "--quiet", "--runner", "flink", "--mode", args.mode,
+                 "--flink-master", cluster.rest_address],
+                cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                _, err = process.communicate(timeout=args.timeout)
+            except subprocess.TimeoutExpired:  # a job that hangs after a failure in the TaskManager
+                process.send_signal(signal.SIGTERM)  # the CLI stops its job server on SIGTERM
+                _, err = process.communicate()
+                err += f"\ntimed out after {args.timeout:.0f} s"
             wall = time.time() - started
-            if done.returncode != 0:
-                print(done.stderr, file=sys.stderr)
-                return 1
             state = cluster.state()
             jobmanager = jvm.peak_rss_bytes(state["jobmanager"]["pid"])
             (taskmanager_pid,) = cluster.taskmanager_pids()
             taskmanager = jvm.peak_rss_bytes(taskmanager_pid)
+            if process.returncode != 0:  # what it cost until it failed, and why (the "before" of issue 14)
+                reason = err.strip().splitlines()[-1][:300]
+                with open(state["taskmanagers"][0]["log"], errors="replace") as fh:
+                    errors = [line.strip() for line in fh if "Error:" in line]
+                if errors:  # what went wrong in the TaskManager first
+                    reason += f"; TaskManager: {errors[0][:200]}"
+                print(f"import failed after {wall:.0f} s: {reason}\nJobManager {mib(jobmanager)}, TaskManager "
+                      f"{mib(taskmanager)} (the job server and Python worker died with the import)")
+                print(ROW)
+                print(f"| {args.shape or '-'} | {args.rows / 1e6:,.1f}M | {args.mode} | - | failed after {wall:.0f} s "
+                      f"| - | - | {mib(jobmanager)} | {mib(taskmanager)} | - | - | - | - | - | {reason} |")
+                return 1
             (job,) = rest.jobs(cluster.rest_address)
-            stats = rest.checkpoints(cluster.rest_address, job["jid"])
-            counts = stats["counts"]
-            timeline = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
+            if args.mode == "checkpointed":
+                stats = rest.checkpoints(cluster.rest_address, job["jid"])
+                timeline, during = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
         finally:
             cluster.down()
+        agrees = duckdb_agrees(args, corpus, os.path.join(tmp, "out"), tmp) if args.check and args.shape else None
         manifest = json.load(open(os.path.join(tmp, "out", "_manifest.json")))
+        # The keys of the n-gram merge: one part file each per order.
+        keys = len({os.path.basename(f) for f in manifest["files"] if f.startswith(layout.NGRAMS + "/")})
     flink = manifest["flink"]
+    # Year rows, as corpus.scale counts them (a 2020 line holds several), so both shapes compare row for row.
+    rows = scale._read_stamp(corpus)["rows"] if args.shape else manifest["rows_read"]
+    input_bytes = sum(i["size"] for i in manifest["inputs"])
     durations = sorted(c["duration_ms"] for c in flink["checkpoints"])
-    print(f"corpus: {manifest['rows_read']:,} rows in {len(manifest['inputs'])} files; "
-          f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; import wall time {wall:.0f} s")
-    print(f"checkpoints: {counts['completed']} completed, {counts['failed']} failed; durations "
-          f"min {durations[0] if durations else '-'} ms, median {durations[len(durations) // 2] if durations else '-'} "
-          f"ms, max {durations[-1] if durations else '-'} ms")
-    print(f"{timeline}\n")
+    median = durations[len(durations) // 2] if durations else None
+    largest = flink["largest_key_bytes"]
+    print(f"corpus: {rows:,} rows ({manifest['rows_read']:,} lines) in {len(manifest['inputs'])} files, "
+          f"{input_bytes / 1e6:,.1f} MB; "
+          f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; {keys:,} keys "
+          f"(budget {mib(key_budget())}); import wall time {wall:.0f} s")
+    if args.mode == "checkpointed":
+        counts = stats["counts"]
+        print(f"checkpoints: {counts['completed']} completed ({len(during)} triggered during the read), "
+              f"{counts['failed']} failed; durations min {durations[0] if durations else '-'} ms, median "
+              f"{median if durations else '-'} ms, max {durations[-1] if durations else '-'} ms")
+        print(timeline)
+    print(f"largest values per key: {json.dumps(largest)}\n")
     print("| process | peak RSS |\n| --- | --- |")
     print(f"| job server (FlinkJobServerDriver) | {mib(flink['job_server_peak_rss_bytes'])} |")
     print(f"| JobManager | {mib(jobmanager)} |")
     print(f"| TaskManager (bound {args.taskmanager_memory}) | {mib(taskmanager)} |")
-    print(f"| Python worker (the import process, LOOPBACK) | {mib(flink['python_worker_peak_rss_bytes'])} |")
+    print(f"| Python worker (the import process, LOOPBACK) | {mib(flink['python_worker_peak_rss_bytes'])} |\n")
+    checkpoints = (f"{counts['completed']} / {len(during)} / {counts['failed']} | {median:,} ms, {durations[-1]:,} ms"
+                   if args.mode == "checkpointed" and durations else "- | -")
+    print(ROW)
+    print(f"| {args.shape or '-'} | {rows / 1e6:,.1f}M | {args.mode} | {keys:,} | {wall:.0f} s "
+          f"| {wall / rows * 1e6:.2f} | {mib(flink['job_server_peak_rss_bytes'])} | {mib(jobmanager)} "
+          f"| {mib(taskmanager)} | {mib(flink['python_worker_peak_rss_bytes'])} "
+          f"| {mib(largest.get('ngram input bytes'))} | {mib(largest.get('token input bytes'))} | {checkpoints} "
+          f"| {'-' if agrees is None else 'yes' if agrees else '**no**'} |")
     return 0
 
 

@@ -9,11 +9,32 @@ shard, so Beam can combine partial tables before the shuffle.
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.metrics import Metrics
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import columnar
-from ngramflow.transforms.sizing import COMPACT_ROWS
+
+
+#: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
+#: key's group is one Java List (batch) or one RocksDB value (checkpointed), which sizing.KEY_BUDGET bounds;
+#: the bytes of every table a key received bound its group.
+METRICS_NAMESPACE = "ngramflow"
+
+
+def record_bytes(name: str, nbytes: int) -> None:
+    Metrics.distribution(METRICS_NAMESPACE, name).update(nbytes)
+
+
+def key_sizes(result) -> dict:
+    """{metric name: largest value} of the record_bytes distributions of a finished pipeline."""
+    largest = {}
+    for found in result.metrics().query()["distributions"]:
+        value = found.committed or found.attempted
+        if found.key.metric.namespace == METRICS_NAMESPACE and value:
+            name = found.key.metric.name  # one distribution per step that records it: the largest of all
+            largest[name] = max(largest.get(name, 0), value.max)
+    return largest
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -48,27 +69,64 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=runs.schema)
 
 
-class SumRunTables(beam.CombineFn):
-    """Run tables of one shard -> one merged table (one row per n-gram).
+class _Stack(list):
+    """A log-structured merge's accumulator: merged tables, largest first, and ``added``, the bytes of every
+    table added to it (a key's group as the runner holds it when the values are grouped before combining)."""
 
-    The accumulator is a list of tables, compacted with ``merge_runs`` once it
-    buffers COMPACT_ROWS rows more than at its last compaction, so a
-    combiner's memory follows the number of distinct n-grams, not the number
-    of runs it has seen.
+    added = 0
+
+
+class LogStructuredMerge(beam.CombineFn):
+    """Tables of one key -> one merged table, through a log-structured merge.
+
+    The accumulator is a stack of merged tables, each with more than twice the
+    rows of the one above it: an added table is merged on its own and pushed,
+    then the top two are merged while the upper one has at least half the rows
+    of the lower. Every row is thus merged O(log n) times for n rows of a key,
+    where compacting the whole accumulator per batch of added rows was
+    quadratic; ``merge_accumulators`` pushes the other accumulators' tables the
+    same way, so any order of calls costs the same. Subclasses name the merge
+    of one table (``merge``) and the kind of key (``KIND``) for the metrics.
     """
 
+    KIND: str
+
+    @staticmethod
+    def merge(table: pa.Table) -> pa.Table:
+        raise NotImplementedError
+
     def create_accumulator(self):
-        return []
+        return _Stack()
+
+    def _push(self, stack: _Stack, merged: pa.Table) -> _Stack:
+        stack.append(merged)
+        while len(stack) > 1 and 2 * stack[-1].num_rows >= stack[-2].num_rows:
+            upper = stack.pop()
+            stack[-1] = self.merge(pa.concat_tables([stack[-1], upper]))
+        return stack
 
     def add_input(self, accumulator, table):
-        accumulator.append(table)
-        if len(accumulator) > 1 and sum(t.num_rows for t in accumulator[1:]) >= COMPACT_ROWS:
-            accumulator[:] = [merge_runs(_concat(accumulator))]
-        return accumulator
+        accumulator.added += table.nbytes
+        return self._push(accumulator, self.merge(table))
 
     def merge_accumulators(self, accumulators):
-        tables = [table for acc in accumulators for table in acc]
-        return [merge_runs(_concat(tables))] if len(tables) > 1 else tables
+        accumulators = iter(accumulators)
+        merged = next(accumulators, None) or _Stack()  # Beam lets the first accumulator be modified
+        for accumulator in accumulators:
+            merged.added += accumulator.added
+            for table in accumulator:
+                self._push(merged, table)
+        return merged
 
     def extract_output(self, accumulator):
-        return merge_runs(_concat(accumulator))
+        merged = accumulator[0] if len(accumulator) == 1 else self.merge(_concat(accumulator))
+        record_bytes(f"{self.KIND} input bytes", accumulator.added)
+        record_bytes(f"{self.KIND} accumulator bytes", merged.nbytes)
+        return merged
+
+
+class SumRunTables(LogStructuredMerge):
+    """Run tables of one shard -> one merged table (one row per n-gram, sorted by n-gram)."""
+
+    KIND = "ngram"
+    merge = staticmethod(merge_runs)

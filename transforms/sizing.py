@@ -49,9 +49,36 @@ def shard_count(input_bytes: int) -> int:
     return max(MIN_SHARDS, min(MAX_SHARDS, input_bytes // BYTES_PER_SHARD + 1))
 
 
-#: Buffered run rows after which a combiner's accumulator is merged, so that its memory follows the
-#: number of distinct n-grams rather than the number of runs it has seen.
-COMPACT_ROWS = 1 << 20
+# Keys of the aggregation on Flink (the in-memory merge of TotalNgrams).
+
+#: The most bytes one key's group, accumulator or keyed-state value may reach on Flink (issue 14): the
+#: batch runner's GroupByKey holds a key's group as one Java List (Beam issue #18848), checkpointed mode
+#: as one RocksDB value (JNI: under 2 GB), and the Python worker merges it in memory.
+KEY_BUDGET = 64 << 20
+#: The environment variable that sets another budget, in bytes (tests force many keys with a tiny one).
+KEY_BUDGET_VARIABLE = "NGRAMFLOW_KEY_BUDGET"
+
+
+def key_budget() -> int:
+    return int(os.environ.get(KEY_BUDGET_VARIABLE, KEY_BUDGET))
+
+
+#: Bytes of run tables per byte of gzipped input, at most: what one key's group holds per input byte
+#: it gets. Measured (tools/flink_memory_benchmark.py's scale corpora, tables as read): shape b, one
+#: line per 2-gram and 17 gzip bytes per n-gram, 7.3 (9.7 with --keep-years); shape a, 2012 1-grams,
+#: 0.1 (2.6). 12 is a quarter above the most distinct-heavy input measured.
+TABLE_BYTES_PER_INPUT_BYTE = 12
+#: A key is planned for this share of the budget: its partial tables are single records of Flink
+#: batch's sort buffer, which refused one of ~70 MB under a 2 GiB TaskManager ("Record too large")
+#: and took ~20 MB ones; the rest is the margin for an unlucky hash or a denser input.
+KEY_SHARE = 4
+
+
+def merge_shards(input_bytes: int) -> int:
+    """Shards of the n-gram merge on Flink, one key each: as many as the input needs for every key's
+    table to stay within its share of the budget, with no cap (each is one part file per order)."""
+    return max(MIN_SHARDS, -(-input_bytes * TABLE_BYTES_PER_INPUT_BYTE * KEY_SHARE // key_budget()))
+
 
 # Totalling through sorted run files on disk (transforms/spill.py, the embedded runner).
 

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
+from ngramflow.transforms.merge import LogStructuredMerge
 from ngramflow.transforms.shards import SplitByShard, split_by_key
 from ngramflow.transforms.sizing import MAX_TOKEN_SHARDS, PART_TOKENS
 
@@ -60,18 +61,11 @@ def merge_tokens(table: pa.Table) -> pa.Table:
     return table.take(pa.array(starts)).cast(TOKENS).combine_chunks()
 
 
-class MergeTokenTables(beam.CombineFn):
-    def create_accumulator(self):
-        return TOKENS.empty_table()
+class MergeTokenTables(LogStructuredMerge):
+    """Token tables of one token shard -> one row per token."""
 
-    def add_input(self, accumulator, table):
-        return merge_tokens(pa.concat_tables([accumulator, table]))
-
-    def merge_accumulators(self, accumulators):
-        return merge_tokens(pa.concat_tables(list(accumulators)))
-
-    def extract_output(self, accumulator):
-        return accumulator
+    KIND = "token"
+    merge = staticmethod(merge_tokens)
 
 
 def range_keys(tokens: pa.Table) -> np.ndarray:

@@ -57,6 +57,8 @@ class FlinkRunInfo:
     #: This process: with LOOPBACK workers, the Python SDK harness runs here.
     python_worker_peak_rss_bytes: int | None = None
     checkpoints: list[dict] = field(default_factory=list)
+    #: The largest group, accumulator or state value per kind of key, in bytes (merge.key_sizes).
+    largest_key_bytes: dict = field(default_factory=dict)
 
     def recorded(self) -> dict:
         return dict(self.__dict__)
