@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from ngramflow.transforms import columnar
 from ngramflow.transforms.collapse import run_schema
 from ngramflow.transforms.merge import SumRunTables, merge_runs
-from ngramflow.transforms.vocabulary import _TOKENS, MergeTokenTables, merge_tokens
+from ngramflow.transforms.vocabulary import TOKENS, MergeTokenTables, merge_tokens
 
 
 def run_table(rng: np.random.Generator, rows: int, keep_years: bool) -> pa.Table:
@@ -31,7 +31,7 @@ def token_table(rng: np.random.Generator, rows: int) -> pa.Table:
     ids = rng.integers(0, 500, rows)
     counted = ids % 3 == 0
     return pa.table([pa.array([f"t{i}" for i in ids]), pa.array(np.where(counted, ids * 7, 0), mask=~counted),
-                     pa.array(np.where(counted, ids, 0), mask=~counted)], schema=_TOKENS)
+                     pa.array(np.where(counted, ids, 0), mask=~counted)], schema=TOKENS)
 
 
 def combine_in_random_order(fn, tables, rng: random.Random):
@@ -66,7 +66,7 @@ def test_sum_run_tables_equals_one_merge_of_everything_in_any_order(keep_years):
 
 def test_merge_token_tables_equals_one_merge_of_everything_in_any_order():
     rng = np.random.default_rng(6)
-    tables = [token_table(rng, int(rows)) for rows in rng.integers(1, 300, 40)] + [_TOKENS.empty_table()]
+    tables = [token_table(rng, int(rows)) for rows in rng.integers(1, 300, 40)] + [TOKENS.empty_table()]
     expected = canonical(merge_tokens(pa.concat_tables(tables)), "token")
     for seed in range(8):
         assert canonical(combine_in_random_order(MergeTokenTables(), tables, random.Random(seed)), "token") \
