@@ -90,10 +90,7 @@ class LogStructuredMerge(beam.CombineFn):
     """
 
     KIND: str
-
-    @staticmethod
-    def merge(table: pa.Table) -> pa.Table:
-        raise NotImplementedError
+    merge: staticmethod  # one table -> its rows merged, sorted by key (merge_runs, merge_tokens)
 
     def create_accumulator(self):
         return _Stack()

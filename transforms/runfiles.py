@@ -97,17 +97,20 @@ class RunSpiller:
             return []
         table = pa.concat_tables(self.buffer)
         self.buffer, self.buffered = [], 0
-        # One table may be larger than the budget: spill it in slices that are not.
-        rows = max(1, self.budget * table.num_rows // max(1, table.nbytes))
+        # One added table may be several budgets large: combine it in about budget-sized equal slices. A
+        # buffer just past the budget stays whole (slices of the budget would leave a tiny last file).
+        slices = max(1, table.nbytes // self.budget)
+        rows = -(-table.num_rows // slices)
         runs = (write_run_file(self.folder, self.kind, [self.combine(table.slice(start, rows))], self.budget)
                 for start in range(0, table.num_rows, rows))
         return [run for run in runs if run is not None]
 
 
-def _cut(keys, key) -> int:
-    """The rows of sorted KEYS below KEY: a binary search of log2(n) look-ups (Python's str and bytes
-    order is UTF-8 byte order, which is Arrow's)."""
-    return bisect.bisect_left(range(len(keys)), key, key=lambda i: keys[i].as_py())
+def _cut(keys, key, through: bool = False) -> int:
+    """The rows of sorted KEYS below KEY (or up to it, THROUGH): a binary search of log2(n) look-ups
+    (Python's str and bytes order is UTF-8 byte order, which is Arrow's)."""
+    search = bisect.bisect_right if through else bisect.bisect_left
+    return search(range(len(keys)), key, key=lambda i: keys[i].as_py())
 
 
 class _Cursor:
@@ -141,10 +144,9 @@ class _Cursor:
 
     def take_through(self, bound) -> pa.RecordBatch:
         """The rows with keys up to BOUND (they lead the sorted batch); the cursor moves past them."""
-        keys = self.batch.column(0)
-        cut = bisect.bisect_right(range(len(keys)), bound, key=lambda i: keys[i].as_py())
+        cut = _cut(self.batch.column(0), bound, through=True)
         head = self.batch.slice(0, cut)
-        if cut == len(keys):
+        if cut == self.batch.num_rows:
             self._advance()
         else:
             self.batch = self.batch.slice(cut)

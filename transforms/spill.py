@@ -89,7 +89,7 @@ def plan_ranges(runs: list[RunFile], range_rows: int) -> list[Range]:
 
 class MergeRange(beam.DoFn):
     """Range -> the range's part file of each order, written under ``root`` in ``schema``; outputs
-    {"order", "file", "first", "last", "ngrams"} per part file, and tagged (order, (n-grams, matches,
+    {"order", "file", "first", "last"} per part file, and tagged (order, (n-grams, matches,
     volumes)) per order and the RunFiles of the range's tokens. A range done is reported in
     ``progress_dir`` (pipeline/progress.py), when there is one."""
 
@@ -111,9 +111,9 @@ class MergeRange(beam.DoFn):
                     files.write(name, rows)
                     ((order, counts),) = order_totals(rows)
                     totals[order] = [a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts)]
-                    first = parts.get(order, {}).get("first", rows["ngram"][0].as_py())
-                    parts[order] = {"order": order, "file": f"{name}.parquet", "first": first,
-                                    "last": rows["ngram"][-1].as_py(), "ngrams": totals[order][0]}
+                    part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
+                                                    "first": rows["ngram"][0].as_py()})
+                    part["last"] = rows["ngram"][-1].as_py()
                 for run in tokens.add(distinct_tokens(ngrams)):
                     yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
         for run in tokens.flush():

@@ -58,8 +58,7 @@ def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root:
     runs += ranked.flush()
     next_id = len(RESERVED_TOKENS)
     with StreamedTables(root, VOCABULARY) as files:
-        seen = pa.concat_tables(seen_reserved) if seen_reserved else TOKENS.empty_table()
-        files.write("part-reserved", reserved_rows(seen))
+        files.write("part-reserved", reserved_rows(pa.concat_tables([TOKENS.empty_table(), *seen_reserved])))
         for table in merged(folder, "ranked-pass", runs, sort_by_rank, budget):
             while table.num_rows:
                 part = (next_id - len(RESERVED_TOKENS)) // PART_TOKENS
