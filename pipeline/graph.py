@@ -19,10 +19,13 @@ from ngramflow.transforms.vocabulary_sort import NumberVocabularyOnDisk
 
 
 def spills(opts: ImportOptions) -> bool:
-    """Whether the import totals through sorted run files on disk (transforms/spill.py): on the embedded
-    runner, whose shuffle is held in memory. Flink shuffles through its own disk-backed sort, and its
-    TaskManagers need not share a file system for the run files, so it keeps the in-memory merge."""
-    return opts.runner == "direct"
+    """Whether the import totals through sorted run files (transforms/spill.py), in the build folder of
+    the output (local, a shared file system, gs:// or s3://): on the embedded runner, whose shuffle is
+    held in memory, and on Flink in batch mode, whose portable runner runs a worker's whole share of the
+    input as one bundle and takes its output tables faster than its sort spills them (measured: the
+    TaskManager's heap ran out at 16M distinct n-grams). Checkpointed mode keeps its counts in keyed
+    state: a checkpoint must hold them, and run files written between checkpoints would not be."""
+    return opts.runner == "direct" or not opts.flink.checkpointed
 
 
 class ImportNgrams(beam.PTransform):
@@ -65,8 +68,8 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     """Add the whole import, from the file list to every output file, to ``pipeline``; on the spill path
     the MKN stage is a pipeline of its own, after this one (pipeline/run.py)."""
     input_bytes = sum(size for _, size in files)
-    # The in-memory merge (Flink) bounds each key's group: its shard count follows the input (sizing.py);
-    # the spill path's ranges follow the data it spilled.
+    # The merge in keyed state (Flink, checkpointed) bounds each key's group: its shard count follows
+    # the input (sizing.py); the spill path's ranges follow the data it spilled.
     shards = merge_shards(input_bytes)
     settings = opts.read_settings(progress_dir)
     results = (
@@ -97,7 +100,7 @@ def build_mkn_on_parts(pipeline: beam.Pipeline, opts: ImportOptions, out: Output
 def aggregation(opts: ImportOptions, out: OutputDir) -> dict:
     """How the run totalled its n-grams, for the manifest and the summary (after the pipeline ran)."""
     if not spills(opts):
-        return {"method": "in-memory merge of run tables shuffled by shard"}
+        return {"method": "merge of run tables in keyed state, shuffled by shard"}
     run_files = OutputDir(out.join(layout.SPILL)).files()
     return {"method": "sorted runs spilled to disk", "scratch": out.join(layout.SPILL),
             "run_files": len(run_files), "spilled_bytes": sum(run_files.values())}

@@ -95,6 +95,12 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
             result.wait_until_finish()
             if info:
                 info.largest_key_bytes = key_sizes(result)
+            if opts.mkn and spills(opts):
+                # The MKN stage reads the part files the import wrote, on the same runner.
+                pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
+                build_mkn_on_parts(pipeline, opts, out, sorted(_checked_orders(opts, out)),
+                                   sum(size for _, size in files))
+                pipeline.run().wait_until_finish()
         finally:
             if reporter:
                 reporter.stop()
@@ -103,6 +109,16 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
 
 #: Submissions of a resumed job whose checkpoint Flink could not map (see CheckpointNotMapped).
 RESUME_ATTEMPTS = 10
+
+
+def _checked_orders(opts: ImportOptions, out: OutputDir) -> dict[int, OrderTotals]:
+    """The totals of each order the import found; a run fails if --mkn-order names none of them."""
+    orders = {s["order"]: OrderTotals(s["ngrams"], s["match_count"], s["volume_count"])
+              for s in out.read_records(layout.ORDER_STATS)}
+    if opts.mkn and opts.mkn.order not in orders:
+        raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
+                        f"again with an order it has ({', '.join(map(str, sorted(orders))) or 'none'})")
+    return orders
 
 
 def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
@@ -194,15 +210,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         out.write_parquet(layout.TOTALCOUNTS, totalcounts)
     out.ensure_parquet(layout.VOCABULARY, schemas.VOCABULARY)
     out.ensure_parquet(layout.REJECTS, schemas.REJECTS)
-    orders = {s["order"]: OrderTotals(s["ngrams"], s["match_count"], s["volume_count"])
-              for s in out.read_records(layout.ORDER_STATS)}
-    if opts.mkn and opts.mkn.order not in orders:
-        raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
-                        f"again with an order it has ({', '.join(map(str, sorted(orders))) or 'none'})")
-    if opts.mkn and spills(opts):
-        pipeline = beam.Pipeline(options=pipeline_options(opts))
-        build_mkn_on_parts(pipeline, opts, out, sorted(orders), sum(size for _, size in files))
-        pipeline.run().wait_until_finish()
+    orders = _checked_orders(opts, out)
     wall_seconds = round(time.time() - started, 3)
     manifest = Manifest(
         command=command_line(),

@@ -22,7 +22,7 @@ from ngramflow.corpus import scale
 from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
 from ngramflow.schemas import layout
-from ngramflow.transforms.sizing import KEY_BUDGET_VARIABLE, merge_shards
+from ngramflow.transforms.sizing import KEY_BUDGET_VARIABLE, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE, merge_shards
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Small enough that the test corpus's larger files are read in many slices.
@@ -114,9 +114,18 @@ def test_batch_and_checkpointed_flink_equal_the_embedded_runner(flink_provisione
 
 
 def test_bundled_sample_on_flink_matches_duckdb(flink_provisioned, tmp_path):
-    """The README's sample imported with --runner flink as a user types it, against DuckDB over the same files."""
-    dataset = import_ok(os.path.join(SAMPLE, "2012"), tmp_path / "out", "--runner", "flink")
-    assert_same_rows(ngrams_of(dataset), reference_2012(gz_files(os.path.join(SAMPLE, "2012")), where=NOT_TAGGED))
+    """The README's sample imported with --runner flink as a user types it, against DuckDB over the same files;
+    its MKN stage (a second job, over the part files) equals the embedded runner's."""
+    sample = os.path.join(SAMPLE, "2012")
+    dataset = import_ok(sample, tmp_path / "out", "--runner", "flink", "--mkn-order", "2")
+    assert_same_rows(ngrams_of(dataset), reference_2012(gz_files(sample), where=NOT_TAGGED))
+    embedded = import_ok(sample, tmp_path / "embedded", "--mkn-order", "2")
+    for table, key in ((layout.MKN_NGRAMS, "ngram"), (layout.MKN_CONTEXTS, "context")):
+        ours, theirs = (duckdb.sql(f"SELECT * FROM read_parquet('{d}/{table}/**/*.parquet', hive_partitioning=false) "
+                                   f"ORDER BY {key}").fetchall() for d in (dataset, embedded))
+        assert len(ours) == len(theirs) > 100
+        for mine, reference_row in zip(ours, theirs):
+            assert [pytest.approx(v, rel=1e-12) if isinstance(v, float) else v for v in mine] == list(reference_row)
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +138,12 @@ def distinct_heavy(tmp_path_factory):
 
 def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, distinct_heavy, tmp_path,
                                                            monkeypatch, capsys):
-    """Each key's group stays within the budget however many keys the input needs, the totals stay exact, and
-    `ngramflow query` finds n-grams in any of the part files."""
+    """Batch mode totals through sorted run files into many n-gram ranges; checkpointed mode keeps each key's
+    group within the budget however many keys the input needs. Both are exact, and `ngramflow query` finds
+    n-grams in any of the part files."""
     monkeypatch.setenv(KEY_BUDGET_VARIABLE, str(SMALL_KEY_BUDGET))
+    monkeypatch.setenv(SPILL_BYTES_VARIABLE, str(4 << 20))
+    monkeypatch.setenv(RANGE_ROWS_VARIABLE, "10000")
     files = gz_files(distinct_heavy)
     keys = merge_shards(sum(os.path.getsize(f) for f in files))
     assert keys >= 100
@@ -145,16 +157,22 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
         assert ours["vocabulary"] == reference["vocabulary"] and ours["orders"] == reference["orders"]
         manifest = json.load(open(os.path.join(dataset, "_manifest.json")))
         parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
-        assert len(parts) == keys, "one part file per key"
-        largest = manifest["flink"]["largest_key_bytes"]
-        assert 0 < largest["ngram input bytes"] <= SMALL_KEY_BUDGET
-        probes = ours["ngrams"][::len(ours["ngrams"]) // 20]  # (ngram, order, match, volume, ...), spread over keys
+        if mode == "batch":
+            assert manifest["aggregation"]["run_files"] > 1
+            assert len(parts) == len(manifest["ranges"]["2"]) >= 10, "one part file per n-gram range"
+            detail = f"{len(parts)} n-gram ranges from {manifest['aggregation']['run_files']} run files"
+        else:
+            assert len(parts) == keys, "one part file per key"
+            largest = manifest["flink"]["largest_key_bytes"]
+            assert 0 < largest["ngram input bytes"] <= SMALL_KEY_BUDGET
+            detail = f"{keys} keys, largest values per key {largest}"
+        probes = ours["ngrams"][::len(ours["ngrams"]) // 20]  # (ngram, order, match, volume, ...), spread over parts
         capsys.readouterr()
         assert run_cli("query", dataset, "count", *[p[0] for p in probes], "--format", "json") == 0
         counts = [(r["ngram"], r["match_count"], r["volume_count"]) for r in json.loads(capsys.readouterr().out)]
         assert counts == [(p[0], p[2], p[3]) for p in probes]
         with capsys.disabled():
-            print(f"\n{mode}: {keys} keys, largest values per key {largest}")
+            print(f"\n{mode}: {detail}")
 
 
 # --- faults on a standalone cluster ---------------------------------------------------------------

@@ -81,7 +81,8 @@ def duckdb_agrees(args, corpus: str, dataset: str, tmp: str) -> bool:
     files = [os.path.join(corpus, name) for name in sorted(scale._read_stamp(corpus)["files"])]
     duck = os.path.join(tmp, "duckdb.parquet")
     subprocess.run(_peer(_PEERS[args.shape], duck, files), check=True, env={**os.environ, "PYTHONPATH": PROJECT})
-    return _totals_agree(dataset, duck)
+    with open(os.path.join(dataset, "_manifest.json")) as fh:
+        return _totals_agree(json.load(fh), duck)
 
 
 def main() -> int:

@@ -17,7 +17,9 @@ Its RunFile lists each batch's first and last key and rows: a merge of a key ran
 opens only the batches that overlap it, and a plan of key ranges needs no file read.
 Files written by a merge pass are the merge's own and are deleted once merged; the
 others stay until the dataset is published (pipeline/output.py deletes the build
-folder), so that a retried merge finds them again.
+folder), so that a retried merge finds them again. The folder may be local, on a
+shared file system, or in gs:// or s3://: the workers of a Flink cluster share no
+disk, and each merge reads files other workers wrote.
 """
 
 import bisect
@@ -26,6 +28,7 @@ import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs
 
 from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_COMPRESSION
 
@@ -51,6 +54,23 @@ class RunFile:
         return (lo is None or self.last >= lo) and (hi is None or self.first < hi)
 
 
+def file_system(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
+    """The file system of PATH (a local path, or a URI such as gs://bucket/dir) and the path within it."""
+    if "://" in path:
+        return pyarrow.fs.FileSystem.from_uri(path)
+    return pyarrow.fs.LocalFileSystem(), os.path.abspath(path)
+
+
+def make_folder(folder: str) -> None:
+    fs, path = file_system(folder)
+    fs.create_dir(path, recursive=True)
+
+
+def _remove(path: str) -> None:
+    fs, inner = file_system(path)
+    fs.delete_file(inner)
+
+
 def _batch_rows(table: pa.Table, budget: int) -> int:
     """Rows per record batch of a run file of TABLE's rows: MERGE_FANIN such batches fill the budget."""
     row_bytes = max(1, table.nbytes // max(1, table.num_rows))
@@ -61,14 +81,15 @@ def write_run_file(folder: str, kind: str, tables, budget: int) -> RunFile | Non
     """Write TABLES (sorted, in key order, each key once) as one run file; None if they have no rows."""
     # Unique names: a retried bundle writes new files, and only the references of
     # the attempt that succeeded are passed on.
-    path = os.path.join(folder, f"{kind}-{uuid.uuid4().hex}.arrow")
-    writer, batches = None, []
+    path = f"{folder.rstrip('/')}/{kind}-{uuid.uuid4().hex}.arrow"
+    writer, sink, batches = None, None, []
     for table in tables:
         if not table.num_rows:
             continue
         if writer is None:
-            options = pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION)
-            writer = pa.ipc.new_file(path, table.schema, options=options)
+            fs, inner = file_system(path)
+            sink = fs.open_output_stream(inner)
+            writer = pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION))
         for batch in table.to_batches(max_chunksize=_batch_rows(table, budget)):
             writer.write_batch(batch)
             keys = batch.column(0)
@@ -76,6 +97,7 @@ def write_run_file(folder: str, kind: str, tables, budget: int) -> RunFile | Non
     if writer is None:
         return None
     writer.close()
+    sink.close()
     return RunFile(path, sum(rows for _, _, rows in batches), tuple(batches))
 
 
@@ -119,7 +141,8 @@ class _Cursor:
 
     def __init__(self, run: RunFile, lo, hi):
         self.lo, self.hi = lo, hi
-        self.file = pa.OSFile(run.path)
+        fs, inner = file_system(run.path)
+        self.file = fs.open_input_file(inner)
         self.reader = pa.ipc.open_file(self.file)
         # Only the batches that overlap the range are read.
         self.next = 0 if lo is None else next((i for i, (_, last, _) in enumerate(run.batches) if last >= lo),
@@ -197,8 +220,8 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
             run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget)
             passed += [run] if run is not None else []
             for path in own.intersection(r.path for r in group):
-                os.remove(path)
+                _remove(path)
         runs, own = passed, {run.path for run in passed}
     yield from _gathered(_merge_files(runs, combine, lo, hi), piece)
     for path in own:
-        os.remove(path)
+        _remove(path)

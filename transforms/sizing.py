@@ -49,7 +49,7 @@ def shard_count(input_bytes: int) -> int:
     return max(MIN_SHARDS, min(MAX_SHARDS, input_bytes // BYTES_PER_SHARD + 1))
 
 
-# Keys of the aggregation on Flink (the in-memory merge of TotalNgrams).
+# Keys of the aggregation in Flink's keyed state (checkpointed mode; the merge of TotalNgrams).
 
 #: The most bytes one key's group, accumulator or keyed-state value may reach on Flink (issue 14): the
 #: batch runner's GroupByKey holds a key's group as one Java List (Beam issue #18848), checkpointed mode

@@ -17,7 +17,6 @@ small records do (transforms/runfiles.py):
 """
 
 import math
-import os
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -28,7 +27,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import report_range_done
-from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
+from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
@@ -44,7 +43,7 @@ class SpillRuns(beam.DoFn):
         self.folder, self.budget = folder, budget
 
     def setup(self):
-        os.makedirs(self.folder, exist_ok=True)
+        make_folder(self.folder)
 
     def start_bundle(self):
         self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget)

@@ -1,10 +1,10 @@
 """Total every n-gram across files and chunks, apply the minimum count, and turn totals into n-gram rows.
 
 Two ways, with the same totals: TotalNgrams shuffles run tables by shard and
-merges them in memory (a runner that shuffles through disk, Flink); TotalNgramsOnDisk
-(transforms/spill.py; the embedded runner, whose shuffle is held in memory) spills
-sorted run files and merges each n-gram range with bounded memory, writing the part
-files as it goes. Also the totals of each order (n-grams, matches, volumes) that the
+merges each shard's (Flink's checkpointed mode: the shards live in keyed state, which
+checkpoints hold); TotalNgramsOnDisk (transforms/spill.py; the embedded runner and
+Flink's batch mode) spills sorted run files and merges each n-gram range with bounded
+memory, writing the part files as it goes. Also the totals of each order (n-grams, matches, volumes) that the
 manifest records.
 """
 
