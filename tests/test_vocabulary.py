@@ -47,7 +47,7 @@ def test_parts_number_the_whole_vocabulary_without_gaps():
     plan = vocabulary.plan_parts([vocabulary.histogram(t) for t in halves], first_id=3, part_tokens=40)
     parts = {}
     for half in halves:
-        for part, table in vocabulary.split_by_part((0, {"plan": [plan], "tokens": [half]})):
+        for part, table in vocabulary.split_by_part(half, plan):
             parts.setdefault(part, []).append(table)
     numbered = pa.concat_tables([vocabulary.number_part(tables) for tables in parts.values()]).sort_by("id")
     assert len(parts) > 5

@@ -22,6 +22,7 @@ and compares the totals. Everything it starts is stopped by pid.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,7 +42,7 @@ from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY  # noqa:
 from ngramflow.schemas import layout  # noqa: E402
 from ngramflow.transforms.sizing import key_budget  # noqa: E402
 
-ROW = ("| shape | rows | mode | keys | wall | µs/row | job server | JobManager | TaskManager | Python worker "
+ROW = ("| shape | rows | mode | keys or ranges | wall | µs/row | job server | JobManager | TaskManager | Python worker "
        "| largest n-gram key | largest token key | checkpoints (completed / during the read / failed) "
        "| median, max checkpoint | totals = DuckDB |")
 
@@ -98,6 +99,7 @@ def main() -> int:
     parser.add_argument("--slice-size", default="64m")
     parser.add_argument("--timeout", type=float, default=1800, help="stop the import after this many seconds")
     parser.add_argument("--check", action="store_true", help="compare the totals with DuckDB's (--shape only)")
+    parser.add_argument("--save-manifest", metavar="PATH", help="keep a copy of the import's manifest")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ngramflow-flink-bench-") as tmp:
         corpus, options = corpus_of(args, tmp)
@@ -144,7 +146,9 @@ def main() -> int:
             cluster.down()
         agrees = duckdb_agrees(args, corpus, os.path.join(tmp, "out"), tmp) if args.check and args.shape else None
         manifest = json.load(open(os.path.join(tmp, "out", "_manifest.json")))
-        # The keys of the n-gram merge: one part file each per order.
+        if args.save_manifest:
+            shutil.copyfile(os.path.join(tmp, "out", "_manifest.json"), args.save_manifest)
+        # The keys of the n-gram merge (checkpointed) or its ranges (batch): one part file each per order.
         keys = len({os.path.basename(f) for f in manifest["files"] if f.startswith(layout.NGRAMS + "/")})
     flink = manifest["flink"]
     # Year rows, as corpus.scale counts them (a 2020 line holds several), so both shapes compare row for row.

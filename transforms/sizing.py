@@ -117,8 +117,16 @@ SPILL_COMPRESSION = "lz4"
 
 #: Tokens numbered together in one worker, and written to one file.
 PART_TOKENS = 1 << 20
-#: Every token shard receives a copy of the numbering plan: keep them few.
-MAX_TOKEN_SHARDS = 64
+#: N-gram keys per token key, beyond MIN_TOKEN_SHARDS token keys (checkpointed Flink: BuildVocabulary).
+#: Each n-gram key sends every token key a table of its tokens, so a token key receives about
+#: n-gram keys / token keys of them: a fixed ratio keeps its group from growing with the input
+#: (measured: 1.44 MiB at 99 n-gram keys and 64 token keys, BENCHMARKS.md "Flink: bounded keyed state").
+NGRAM_KEYS_PER_TOKEN_KEY = 8
+MIN_TOKEN_SHARDS = 64
+
+
+def token_shards(ngram_shards: int) -> int:
+    return min(ngram_shards, max(MIN_TOKEN_SHARDS, ngram_shards // NGRAM_KEYS_PER_TOKEN_KEY))
 
 # Writing.
 

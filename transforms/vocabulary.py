@@ -26,7 +26,7 @@ from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
 from ngramflow.transforms.merge import LogStructuredMerge
 from ngramflow.transforms.shards import SplitByShard, split_by_key
-from ngramflow.transforms.sizing import MAX_TOKEN_SHARDS, PART_TOKENS
+from ngramflow.transforms.sizing import PART_TOKENS, token_shards
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 # Counts below EXACT_COUNTS get a range per count value, split by token prefix;
@@ -100,16 +100,12 @@ def plan_for_shards(histograms, shards: int):
         yield shard, plan
 
 
-def split_by_part(joined):
-    """(shard, {"plan": [plan], "tokens": [table]}) -> (part, tokens with range key and its first id)."""
-    _, parts = joined
-    (plan,) = parts["plan"]
-    for tokens in parts["tokens"]:
-        keys = range_keys(tokens)
-        at = np.searchsorted(plan["keys"], keys)
-        table = tokens.append_column("range_key", pa.array(keys)) \
-            .append_column("first_id", pa.array(plan["first_id"][at]))
-        yield from split_by_key(table, plan["part"][at])
+def split_by_part(tokens: pa.Table, plan: dict):
+    """Tokens -> (part, the part's tokens with their range key and its first id)."""
+    keys = range_keys(tokens)
+    at = np.searchsorted(plan["keys"], keys)
+    table = tokens.append_column("range_key", pa.array(keys)).append_column("first_id", pa.array(plan["first_id"][at]))
+    yield from split_by_key(table, plan["part"][at])
 
 
 def number_part(tables) -> pa.Table:
@@ -142,7 +138,7 @@ class BuildVocabulary(beam.PTransform):
 
     def __init__(self, shards: int):
         super().__init__()
-        self.shards = min(shards, MAX_TOKEN_SHARDS)
+        self.shards = token_shards(shards)
 
     def expand(self, ngram_tables):
         shards = self.shards
@@ -162,6 +158,8 @@ class BuildVocabulary(beam.PTransform):
             | "Reserved ids" >> beam.MapTuple(lambda _, t: ("part-reserved", reserved_rows(t)))
         )
         corpus = tokens | "Corpus tokens" >> beam.MapTuple(lambda shard, t: (shard, reserved(t, wanted=False)))
+        # Each token shard gets a copy of the plan by a join: a side input would be one per worker, but
+        # Beam's portable Flink runner fails on one in a checkpointed job (ClassCastException).
         plan = (
             corpus
             | "Range key histogram" >> beam.MapTuple(lambda _shard, t: (None, histogram(t)))
@@ -171,7 +169,9 @@ class BuildVocabulary(beam.PTransform):
         ranked = (
             {"plan": plan, "tokens": corpus}
             | "Join tokens with the plan" >> beam.CoGroupByKey()
-            | "Split tokens by part" >> beam.FlatMap(split_by_part)
+            | "Split tokens by part" >> beam.FlatMapTuple(
+                lambda _shard, joined: (piece for tokens in joined["tokens"]
+                                        for piece in split_by_part(tokens, *joined["plan"])))
             | "Group parts" >> beam.GroupByKey()
             | "Number each part" >> beam.MapTuple(lambda part, tables: (f"part-{part:05d}", number_part(tables)))
         )
