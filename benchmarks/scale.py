@@ -1,15 +1,18 @@
-"""Scale benchmark: the embedded import and DuckDB on generated corpora of growing size.
+"""Scale benchmark: the embedded import, Flink and DuckDB on generated corpora of growing size.
 
     python -m benchmarks.scale [--rows-a 2M,8M,32M,64M] [--rows-b 250K,1M,2M,8M] [--workdir DIR] [--clean]
+                               [--flink batch,checkpointed | --flink none]
     python -m benchmarks.scale --breakdown RUN.bin [--at rss|heap] [--top 15]
 
 For each shape of ``corpus.scale`` and each size: generate the corpus (cached
 in the work folder), then measure as separate processes the embedded import
 (``--pos keep``, so every distinct n-gram of the input is totalled, as DuckDB
 does) and DuckDB's GROUP BY of the same files: wall time, rows/s and the peak
-RSS of the whole process tree. The import's per-order totals must equal
-DuckDB's. Prints a table and rewrites the part of BENCHMARKS.md between
-START and END.
+RSS of the whole process tree; then the import on Flink in each --flink mode,
+on a local session cluster with a 2 GiB TaskManager (tools/flink_memory_benchmark.py:
+CPU time, peak RSS of every process, largest key, checkpoints). Every import's
+totals must equal DuckDB's. Prints the tables and rewrites the part of
+BENCHMARKS.md between START and END.
 
 ``--breakdown`` reads a memray capture of one import (``memray run --native
 -o RUN.bin -m ngramflow.cli import ...``; memray is not a dependency, ``pip
@@ -26,6 +29,7 @@ import math
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -47,7 +51,10 @@ def sizes(text: str) -> list[int]:
 
 
 def _manifest(dataset: str) -> dict:
-    path = os.path.join(dataset, "_manifest.json")
+    return _manifest_file(os.path.join(dataset, "_manifest.json"))
+
+
+def _manifest_file(path: str) -> dict:
     if not os.path.exists(path):
         return {}
     with open(path) as fh:
@@ -63,7 +70,23 @@ def _totals_agree(manifest: dict, duck_parquet: str) -> bool:
     return ours == tuple(int(x) for x in theirs)
 
 
-def measure_size(workdir: str, shape: str, rows: int, clean: bool) -> dict:
+def measure_flink(workdir: str, shape: str, rows: int, mode: str, duck: str) -> dict:
+    """One Flink import of the cached corpus, measured by tools/flink_memory_benchmark.py in a process of its
+    own (a fresh cluster each time); its totals against DuckDB's output DUCK."""
+    with tempfile.TemporaryDirectory(prefix="ngramflow-scale-flink-") as tmp:
+        result, manifest = os.path.join(tmp, "result.json"), os.path.join(tmp, "manifest.json")
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "flink_memory_benchmark.py"),
+                               "--shape", shape, "--rows", str(rows), "--mode", mode, "--workdir", workdir,
+                               "--json", result, "--save-manifest", manifest], capture_output=True, text=True)
+        if done.returncode != 0:
+            return {"mode": mode, "failed": (done.stdout + done.stderr).strip().splitlines()[-1][:200]}
+        with open(result) as fh:
+            measured = json.load(fh)
+        measured["totals_equal_duckdb"] = _totals_agree(_manifest_file(manifest), duck)
+        return measured
+
+
+def measure_size(workdir: str, shape: str, rows: int, clean: bool, flink_modes: list[str]) -> dict:
     folder = os.path.join(workdir, f"{shape}-{rows}")
     print(f"  shape {shape}, {rows:,} rows: generating ...", file=sys.stderr, flush=True)
     stamp = scale.generate(folder, shape, rows)
@@ -76,11 +99,16 @@ def measure_size(workdir: str, shape: str, rows: int, clean: bool) -> dict:
     manifest = _manifest(dataset)
     agree = ours.returncode == 0 and theirs.returncode == 0 and _totals_agree(manifest, duck)
     shutil.rmtree(dataset, ignore_errors=True)
+    flink = []
+    for mode in flink_modes:
+        print(f"    Flink {mode} ...", file=sys.stderr, flush=True)
+        flink.append(measure_flink(workdir, shape, rows, mode, duck) if theirs.returncode == 0 else
+                     {"mode": mode, "failed": "DuckDB failed: nothing to compare with"})
     if os.path.exists(duck):
         os.remove(duck)
     if clean:
         shutil.rmtree(folder)
-    return {"shape": shape, "stamp": stamp, "import": ours, "duckdb": theirs, "agree": agree,
+    return {"shape": shape, "stamp": stamp, "import": ours, "duckdb": theirs, "agree": agree, "flink": flink,
             "scratch_bytes": manifest.get("aggregation", {}).get("spilled_bytes"),
             "part_files": sum(map(len, manifest.get("ranges", {}).values())) or None}
 
@@ -120,8 +148,65 @@ def report(results: list[dict], command: str) -> str:
                  f"{r['part_files'] or ''}",
                  *_outcome(r["duckdb"], stamp["rows"]), "yes" if r["agree"] else "**no**"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", *growth(results), END]
-    return "\n".join(lines)
+    lines += ["", *growth(results)]
+    if any(r["flink"] for r in results):
+        lines += flink_table(results)
+    return "\n".join([*lines, END])
+
+
+def _flink_cells(stamp: dict, f: dict) -> list[str]:
+    if "failed" in f:
+        return [f"**failed**: {f['failed']}", *[""] * 10]
+    largest = f["largest_key_bytes"]
+    checkpoints = ("-", "-") if f["checkpoints_completed"] is None else (
+        f"{f['checkpoints_completed']} ({f['checkpoints_during_read']})",
+        f"{f['checkpoint_median_ms'] or 0:,}, {f['checkpoint_max_ms'] or 0:,}")
+    return [f"{f['keys_or_ranges']:,}", f"{f['wall_seconds']:,.0f}", f"{f['cpu_seconds']:,.0f}",
+            f"{f['cpu_seconds'] / stamp['rows'] * 1e6:.2f}", _mib(f["taskmanager_rss"]), _mib(f["python_worker_rss"]),
+            f"{_mib(f['job_server_rss'])}, {_mib(f['jobmanager_rss'])}",
+            " / ".join(f"{largest[k] / 2**20:.1f}" if k in largest else "-"
+                       for k in ("ngram input bytes", "token input bytes")),
+            *checkpoints, "yes" if f["totals_equal_duckdb"] else "**no**"]
+
+
+def flink_table(results: list[dict]) -> list[str]:
+    """The Flink imports of every size: one row per mode."""
+    lines = [
+        "Flink [local session cluster: one JobManager, one TaskManager bounded to 2 GiB, 2 slots; `--workers 1`]. "
+        "CPU time is the import process's (with its job server) plus the TaskManager's and JobManager's. Batch "
+        "mode totals through sorted run files (keys: none; the count is of n-gram ranges); checkpointed mode "
+        "merges in RocksDB keyed state (the count is of n-gram keys).",
+        "",
+        "| shape | rows | mode | ranges or keys | wall s | CPU s | CPU µs/row | TaskManager | Python worker "
+        "| job server, JobManager | largest n-gram / token key, MiB | checkpoints (during the read) "
+        "| median, max checkpoint ms | totals equal |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in results:
+        for f in r["flink"]:
+            lines.append("| " + " | ".join([r["shape"], f"{r['stamp']['rows']:,}", f["mode"],
+                                             *_flink_cells(r["stamp"], f)]) + " |")
+    lines.append("")
+    for shape in sorted({r["shape"] for r in results}):
+        for mode in sorted({f["mode"] for r in results for f in r["flink"]}):
+            done = [(r["stamp"]["rows"], f) for r in results if r["shape"] == shape
+                    for f in r["flink"] if f["mode"] == mode and "failed" not in f]
+            if len(done) < 2:
+                continue
+            top = max(done, key=lambda d: d[0])
+            eighth = min(done, key=lambda d: abs(math.log(8 * d[0] / top[0])))
+            if eighth is top:
+                continue
+            (rows, big), (small_rows, small) = top, eighth
+            per_row = (big["cpu_seconds"] / rows) / (small["cpu_seconds"] / small_rows)
+            checkpoint = (f", median checkpoint x{big['checkpoint_median_ms'] / small['checkpoint_median_ms']:.2f}"
+                          if big.get("checkpoint_median_ms") and small.get("checkpoint_median_ms") else "")
+            lines.append(f"Flink {mode}, shape {shape}, {rows:,} rows against {small_rows:,}: TaskManager peak RSS "
+                         f"x{big['taskmanager_rss'] / small['taskmanager_rss']:.2f}, Python worker "
+                         f"x{big['python_worker_rss'] / small['python_worker_rss']:.2f}, CPU time per row "
+                         f"x{per_row:.2f}{checkpoint}.")
+            lines.append("")
+    return lines
 
 
 def growth(results: list[dict]) -> list[str]:
@@ -188,6 +273,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ngramflow-scale"),
                         help="corpora (kept for reuse) and outputs (deleted after each run)")
     parser.add_argument("--clean", action="store_true", help="delete each corpus after its measurements")
+    parser.add_argument("--flink", default="batch,checkpointed",
+                        help="Flink modes to measure at every size, or 'none' (default: %(default)s)")
     parser.add_argument("--no-write", action="store_true", help="print the table only, leave BENCHMARKS.md")
     parser.add_argument("--breakdown", metavar="RUN.bin", help="only print where a memray capture's RSS peak goes")
     parser.add_argument("--at", choices=("rss", "heap"), default="rss", help="--breakdown at the largest RSS or heap")
@@ -197,15 +284,18 @@ def main(argv=None) -> int:
         breakdown(args.breakdown, args.at, args.top)
         return 0
     os.makedirs(args.workdir, exist_ok=True)
-    results = [measure_size(args.workdir, shape, rows, args.clean)
+    flink_modes = [] if args.flink == "none" else args.flink.split(",")
+    results = [measure_size(args.workdir, shape, rows, args.clean, flink_modes)
                for shape, text in (("a", args.rows_a), ("b", args.rows_b)) for rows in sizes(text)]
     custom = [f"--rows-{s} {t}" for s, t in (("a", args.rows_a), ("b", args.rows_b)) if t != DEFAULT_ROWS[s]]
+    custom += [] if args.flink == "batch,checkpointed" else [f"--flink {args.flink}"]
     command = f"python -m benchmarks.scale {' '.join(custom)}" if custom else "make bench-scale"
     section = report(results, command)
     print(section)
     if not args.no_write:
         update_benchmarks_md(section, START, END)
-    return 0 if all(r["agree"] for r in results) else 1
+    flink_agree = all(f.get("totals_equal_duckdb") for r in results for f in r["flink"])
+    return 0 if flink_agree and all(r["agree"] for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -50,12 +50,17 @@ def spilled(runs: pa.Table, folder, budget: int, step: int = 2000) -> list:
     return refs + [value.value for value in spiller.finish_bundle()]
 
 
-def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path):
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "uri"])
+def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_uri):
+    """Also with the folder as a URI, the way gs:// and s3:// scratch folders are read and written."""
     runs, budget = random_runs(20_000, 1), 8 << 10
-    refs = spilled(runs, tmp_path, budget)
+    folder = tmp_path.as_uri() if as_uri else str(tmp_path)
+    refs = spilled(runs, folder, budget)
     assert len(refs) > MERGE_FANIN ** 2, "two merge passes at least"
-    assert sum(ref.rows for ref in refs) == sum(pa.ipc.open_file(r.path).read_all().num_rows for r in refs)
-    pieces = list(runfiles.merged(str(tmp_path), "pass", refs, merge_runs, budget))
+    assert all(r.path.startswith(folder) for r in refs)
+    assert sum(ref.rows for ref in refs) == sum(
+        pa.ipc.open_file(os.path.join(tmp_path, os.path.basename(r.path))).read_all().num_rows for r in refs)
+    pieces = list(runfiles.merged(folder, "pass", refs, merge_runs, budget))
     assert max(p.nbytes for p in pieces) < budget, "pieces are bounded"
     keys = pa.concat_tables(pieces)["ngram"].to_pylist()
     assert keys == sorted(keys) and len(set(keys)) == len(keys)

@@ -33,6 +33,7 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, PROJECT)
 
 from benchmarks.bench import _peer  # noqa: E402
+from benchmarks.measure import _children_cpu  # noqa: E402
 from benchmarks.scale import _PEERS, _totals_agree  # noqa: E402
 from ngramflow.corpus import scale  # noqa: E402
 from ngramflow.corpus.synthetic import generate  # noqa: E402
@@ -42,9 +43,16 @@ from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY  # noqa:
 from ngramflow.schemas import layout  # noqa: E402
 from ngramflow.transforms.sizing import key_budget  # noqa: E402
 
-ROW = ("| shape | rows | mode | keys or ranges | wall | µs/row | job server | JobManager | TaskManager | Python worker "
-       "| largest n-gram key | largest token key | checkpoints (completed / during the read / failed) "
+ROW = ("| shape | rows | mode | keys or ranges | wall | CPU | CPU µs/row | job server | JobManager | TaskManager "
+       "| Python worker | largest n-gram key | largest token key | checkpoints (completed / during the read / failed) "
        "| median, max checkpoint | totals = DuckDB |")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system time of a running process so far."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def mib(n) -> str:
@@ -100,6 +108,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="stop the import after this many seconds")
     parser.add_argument("--check", action="store_true", help="compare the totals with DuckDB's (--shape only)")
     parser.add_argument("--save-manifest", metavar="PATH", help="keep a copy of the import's manifest")
+    parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ngramflow-flink-bench-") as tmp:
         corpus, options = corpus_of(args, tmp)
@@ -109,7 +118,7 @@ def main() -> int:
         cluster = SessionCluster(os.path.join(tmp, "cluster"))
         try:
             cluster.up(taskmanagers=1, memory=args.taskmanager_memory, slots=2)
-            started = time.time()
+            started, cpu_before = time.time(), _children_cpu()
             process = subprocess.Popen(
                 [sys.executable, "-m", "ngramflow.cli", "import", corpus, *options,
                  "--output", os.path.join(tmp, "out"), "--quiet", "--runner", "flink", "--mode", args.mode,
@@ -122,9 +131,13 @@ def main() -> int:
                 _, err = process.communicate()
                 err += f"\ntimed out after {args.timeout:.0f} s"
             wall = time.time() - started
+            # The import process with its job server, and the cluster's JVMs: CPU time, unlike wall
+            # time, barely changes when other jobs share the machine.
             state = cluster.state()
-            jobmanager = jvm.peak_rss_bytes(state["jobmanager"]["pid"])
             (taskmanager_pid,) = cluster.taskmanager_pids()
+            cpu = (_children_cpu() - cpu_before + cpu_seconds(taskmanager_pid)
+                   + cpu_seconds(state["jobmanager"]["pid"]))
+            jobmanager = jvm.peak_rss_bytes(state["jobmanager"]["pid"])
             taskmanager = jvm.peak_rss_bytes(taskmanager_pid)
             if process.returncode != 0:  # what it cost until it failed, and why (the "before" of issue 14)
                 reason = err.strip().splitlines()[-1][:300]
@@ -136,7 +149,8 @@ def main() -> int:
                       f"{mib(taskmanager)} (the job server and Python worker died with the import)")
                 print(ROW)
                 print(f"| {args.shape or '-'} | {args.rows / 1e6:,.1f}M | {args.mode} | - | failed after {wall:.0f} s "
-                      f"| - | - | {mib(jobmanager)} | {mib(taskmanager)} | - | - | - | - | - | {reason} |")
+                      f"| {cpu:,.0f} s | - | - | {mib(jobmanager)} | {mib(taskmanager)} | - | - | - | - | - "
+                      f"| {reason} |")
                 return 1
             (job,) = rest.jobs(cluster.rest_address)
             if args.mode == "checkpointed":
@@ -160,7 +174,7 @@ def main() -> int:
     print(f"corpus: {rows:,} rows ({manifest['rows_read']:,} lines) in {len(manifest['inputs'])} files, "
           f"{input_bytes / 1e6:,.1f} MB; "
           f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; {keys:,} keys "
-          f"(budget {mib(key_budget())}); import wall time {wall:.0f} s")
+          f"(budget {mib(key_budget())}); import wall time {wall:.0f} s, CPU time {cpu:,.0f} s")
     if args.mode == "checkpointed":
         counts = stats["counts"]
         print(f"checkpoints: {counts['completed']} completed ({len(during)} triggered during the read), "
@@ -177,10 +191,20 @@ def main() -> int:
                    if args.mode == "checkpointed" and durations else "- | -")
     print(ROW)
     print(f"| {args.shape or '-'} | {rows / 1e6:,.1f}M | {args.mode} | {keys:,} | {wall:.0f} s "
-          f"| {wall / rows * 1e6:.2f} | {mib(flink['job_server_peak_rss_bytes'])} | {mib(jobmanager)} "
+          f"| {cpu:,.0f} s | {cpu / rows * 1e6:.2f} | {mib(flink['job_server_peak_rss_bytes'])} | {mib(jobmanager)} "
           f"| {mib(taskmanager)} | {mib(flink['python_worker_peak_rss_bytes'])} "
           f"| {mib(largest.get('ngram input bytes'))} | {mib(largest.get('token input bytes'))} | {checkpoints} "
           f"| {'-' if agrees is None else 'yes' if agrees else '**no**'} |")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"shape": args.shape, "rows": rows, "mode": args.mode, "keys_or_ranges": keys,
+                       "wall_seconds": wall, "cpu_seconds": cpu, "job_server_rss": flink["job_server_peak_rss_bytes"],
+                       "jobmanager_rss": jobmanager, "taskmanager_rss": taskmanager,
+                       "python_worker_rss": flink["python_worker_peak_rss_bytes"], "largest_key_bytes": largest,
+                       "checkpoint_median_ms": median, "checkpoint_max_ms": durations[-1] if durations else None,
+                       "checkpoints_completed": counts["completed"] if args.mode == "checkpointed" else None,
+                       "checkpoints_during_read": len(during) if args.mode == "checkpointed" else None,
+                       "totals_equal_duckdb": agrees}, fh, indent=1)
     return 0
 
 
