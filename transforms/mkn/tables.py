@@ -1,0 +1,109 @@
+"""Bucketed tables on disk: how the MKN stage's passes hand rows to each other, and the kernel
+(DuckDB, vectorized and bounded by a memory limit) that runs each pass inside one bucket.
+
+A pass writes each row it produces into the bucket of the key the *next* pass joins on
+(``hash(key) % buckets``), as Parquet files under ``WORK/TABLE/order=N/bucket=K/``. A task then
+reads one bucket of each table it joins, so every join is local to a bucket and no task holds more
+than a bucket's rows; DuckDB's hash joins and aggregates spill to disk past the task's memory
+limit, so a bucket larger than planned costs time, not memory. A join's memory is its build side
+(one row per distinct key, spread evenly by the hash); the rows that probe it stream, so a key with
+many rows (a frequent context) makes its task longer, never larger.
+
+Tasks exchange references, not rows: a task returns the files it wrote as ``Written`` records,
+and the next pass's tasks read only files so listed. A retried task writes new files, and only the
+references of the attempt that succeeded are passed on (as in transforms/runfiles.py).
+"""
+
+import os
+from typing import NamedTuple
+
+import duckdb
+import pyarrow as pa
+
+#: Work files are written once and read once: cheap compression.
+WORK_COMPRESSION = "snappy"
+
+
+class Written(NamedTuple):
+    """One file a task wrote: the rows of TABLE's order-ORDER n-grams in bucket BUCKET."""
+
+    table: str
+    order: int
+    bucket: int
+    path: str
+
+
+class Index(dict):
+    """{(table, order, bucket): [paths]} of every file written so far."""
+
+    @classmethod
+    def of(cls, written) -> "Index":
+        index = cls()
+        for record in written:
+            index.setdefault((record.table, record.order, record.bucket), []).append(record.path)
+        return index
+
+    def files(self, table: str, order: int, bucket: int) -> list[str]:
+        return sorted(self.get((table, order, bucket), []))
+
+
+class Work(NamedTuple):
+    """Where the stage's tables live, how many buckets each has, and what one task may use."""
+
+    folder: str
+    buckets: int
+    task_bytes: int  # DuckDB's memory limit in one task
+    threads: int
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        spill = os.path.join(self.folder, "_duckdb")
+        os.makedirs(spill, exist_ok=True)
+        return duckdb.connect(config={
+            "memory_limit": f"{max(64 << 20, self.task_bytes) >> 20}MB", "threads": self.threads,
+            "temp_directory": spill, "preserve_insertion_order": False})
+
+    def bucket_of(self, key_sql: str) -> str:
+        return f"hash({key_sql}) % {self.buckets}"
+
+    def scatter(self, con, table: str, order: int, query: str, key_sql: str) -> list[Written]:
+        """Write the rows of QUERY into TABLE's buckets by the hash of KEY_SQL (an expression over them)."""
+        folder = os.path.join(self.folder, table, f"order={order}")
+        os.makedirs(folder, exist_ok=True)
+        written = con.execute(
+            f"COPY (SELECT *, {self.bucket_of(key_sql)} AS bucket FROM ({query})) TO '{folder}' "
+            f"(FORMAT parquet, COMPRESSION {WORK_COMPRESSION}, PARTITION_BY (bucket), APPEND, RETURN_FILES, "
+            "FILENAME_PATTERN 'part-{uuid}')").fetchall()[0][1]
+        return [Written(table, order, int(path.rsplit("bucket=", 1)[1].split("/", 1)[0]), path) for path in written]
+
+
+def scan(paths: list[str], columns: dict[str, str]) -> str:
+    """A SQL table of COLUMNS ({name: DuckDB type}) read from PATHS, empty when there are none."""
+    names = ", ".join(columns)
+    if not paths:
+        typed = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
+        return f"(SELECT {typed} WHERE false)"
+    listing = ", ".join(f"'{p}'" for p in paths)
+    return f"(SELECT {names} FROM read_parquet([{listing}], hive_partitioning = false))"
+
+
+def double(value: float) -> str:
+    """A float as an exact DOUBLE literal (a bare 0.5 would be a DECIMAL in DuckDB)."""
+    return f"'{float(value)!r}'::DOUBLE"
+
+
+def text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+#: Rows fetched from DuckDB at once while a final output file is written.
+OUTPUT_BATCH_ROWS = 64 * 1024
+
+
+def write_rows(con, query: str, root: str, name: str, schema) -> None:
+    """The rows of QUERY (the columns of SCHEMA) as ROOT/NAME.parquet, streamed; no file if there are none."""
+    from ngramflow.transforms.sinks import StreamedTables
+
+    reader = con.sql(query).to_arrow_reader(OUTPUT_BATCH_ROWS)
+    with StreamedTables(root, schema) as files:
+        for batch in reader:
+            files.write(name, pa.Table.from_batches([batch]))
