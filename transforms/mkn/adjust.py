@@ -55,7 +55,7 @@ def scatter_part(work: Work, order: int, path: str, model_order: int) -> list:
     return written
 
 
-def _adjusted_sql(order: int, model_order: int) -> str:
+def adjusted_sql(order: int, model_order: int) -> str:
     """(a, origin index) of a joined row (raw: NULL when not in the input; extensions)."""
     listed = f"CASE WHEN raw IS NULL THEN {ORIGINS.index(RESERVED)} ELSE {ORIGINS.index(INPUT)} END"
     cases = [(f"ngram IN ({text(START)}, {text(UNK)})", "0", listed)] if order == 1 else []
@@ -87,7 +87,7 @@ def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order
                             FROM {scan(index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
              joined AS (SELECT coalesce(r.ngram, e.ngram) AS ngram, r.raw, coalesce(e.extensions, 0) AS extensions
                         FROM raw r FULL JOIN extensions e ON r.ngram = e.ngram)
-        SELECT ngram, {_adjusted_sql(order, model_order)} FROM joined""")
+        SELECT ngram, {adjusted_sql(order, model_order)} FROM joined""")
     key = "ngram" if order == 1 else context_of("ngram")
     written = work.scatter(con, "adjusted", order, "SELECT ngram, a FROM adjusted", key)
     counts = ", ".join([f"count(*) FILTER (a = {k})" for k in (1, 2, 3, 4)]
