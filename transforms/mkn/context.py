@@ -18,7 +18,6 @@ The unigram context '' has every unigram as successor: its sums are added up ove
 of the adjust pass instead (adjust.py), and its row is written once (unigram_context_row).
 """
 
-from ngramflow import schemas
 from ngramflow.schemas import layout
 from ngramflow.transforms.checked import INT64_MAX, too_large
 from ngramflow.transforms.mkn.adjust import ADJUSTED, SUCCESSOR_SUMS
@@ -70,7 +69,7 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
     con.execute(f"CREATE TEMP TABLE stats AS SELECT context, {SUCCESSOR_SUMS} FROM successors GROUP BY context")
     check_sums(con, order, "stats")
     write_rows(con, f"SELECT {context_columns(order)} FROM stats",
-               out_root, layout.part(layout.by_order(layout.MKN_CONTEXTS, order), bucket), schemas.MKN_CONTEXTS)
+               out_root, layout.part(layout.by_order(layout.MKN_CONTEXTS, order), bucket))
     gamma = backoff_mass("total", "n1", "n2", "n3plus", discounts)
     con.execute(f"CREATE TEMP TABLE gamma AS SELECT context, total, {gamma} AS gamma FROM stats")
     lower = scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)
@@ -80,7 +79,7 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
                                CASE WHEN g.context IS NULL OR NOT ({can_back_off('l.ngram')}) THEN 0.0
                                     ELSE {log10_or_zero('g.gamma')} END AS log10_backoff
                         FROM lower l LEFT JOIN gamma g ON g.context = l.ngram""",
-               out_root, layout.part(layout.by_order(layout.MKN_NGRAMS, order - 1), bucket), schemas.MKN_NGRAMS)
+               out_root, layout.part(layout.by_order(layout.MKN_NGRAMS, order - 1), bucket))
     orphans = con.execute("SELECT count(*) FROM successors s ANTI JOIN lower l ON s.context = l.ngram").fetchall()[0][0]
     written = work.scatter(con, "weighted", order, f"""
         SELECT s.ngram, s.a, {discounted('s.a', 'g.total', discounts)} AS u, g.gamma

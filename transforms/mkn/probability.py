@@ -19,7 +19,6 @@ it gets only interpolated mass.
                         the model is left out and counted (orphans).
 """
 
-from ngramflow import schemas
 from ngramflow.schemas import START, layout
 from ngramflow.transforms.mkn.adjust import ADJUSTED
 from ngramflow.transforms.mkn.discount import Discounts, backoff_mass
@@ -61,7 +60,7 @@ def _probabilities_out(con, work: Work, query: str, order: int, bucket: int, mod
     if order < model_order:
         return work.scatter(con, PROBABILITIES, order, query, "ngram")
     write_rows(con, highest_order_rows(query, order), out_root,
-               layout.part(layout.by_order(layout.MKN_NGRAMS, order), bucket), schemas.MKN_NGRAMS)
+               layout.part(layout.by_order(layout.MKN_NGRAMS, order), bucket))
     return []
 
 

@@ -18,7 +18,8 @@ import os
 from typing import NamedTuple
 
 import duckdb
-import pyarrow as pa
+
+from ngramflow.transforms import sizing
 
 #: Work files are written once and read once: cheap compression.
 WORK_COMPRESSION = "snappy"
@@ -95,15 +96,16 @@ def text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-#: Rows fetched from DuckDB at once while a final output file is written.
-OUTPUT_BATCH_ROWS = 64 * 1024
-
-
-def write_rows(con, query: str, root: str, name: str, schema) -> None:
-    """The rows of QUERY (the columns of SCHEMA) as ROOT/NAME.parquet, streamed; no file if there are none."""
-    from ngramflow.transforms.sinks import StreamedTables
-
-    reader = con.sql(query).to_arrow_reader(OUTPUT_BATCH_ROWS)
-    with StreamedTables(root, schema) as files:
-        for batch in reader:
-            files.write(name, pa.Table.from_batches([batch]))
+def write_rows(con, query: str, root: str, name: str) -> None:
+    """The rows of QUERY (the columns of a schema of schemas/, in its types) as ROOT/NAME.parquet, laid out as the
+    dataset's other Parquet files (zstd, row groups of ROW_GROUP_ROWS); no file if there are none.
+    Written by DuckDB under a temporary name, then renamed."""
+    path = os.path.join(root, f"{name}.parquet")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    rows = con.execute(f"COPY ({query}) TO '{partial}' (FORMAT parquet, COMPRESSION zstd, "
+                       f"ROW_GROUP_SIZE {sizing.ROW_GROUP_ROWS})").fetchall()[0][0]
+    if rows:
+        os.replace(partial, path)
+    else:
+        os.remove(partial)
