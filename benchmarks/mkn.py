@@ -1,6 +1,6 @@
 """MKN benchmark: KenLM's lmplz against ngramflow on the same texts, at growing sizes and orders 3 and 5.
 
-    python -m benchmarks.mkn [--tokens 1M,4M,16M] [--orders 3,5] [--workdir DIR] [--kenlm-source DIR]
+    python -m benchmarks.mkn [--tokens 1.25M,5M,20M] [--orders 3,5] [--workdir DIR] [--kenlm-source DIR]
 
 Set-up (cached in ~/.cache/ngramflow/kenlm, never in the repository): lmplz is
 built from KenLM's sources (a git checkout of kpu/kenlm given by
@@ -8,8 +8,9 @@ built from KenLM's sources (a git checkout of kpu/kenlm given by
 ``libboost-program-options-dev libboost-system-dev libboost-thread-dev
 libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev``.
 
-Texts: English-like sentences drawn from a word-level Markov chain (two words
-of history) fitted to real English prose: the Vim documentation that Debian
+Texts: English-like sentences drawn from a word-level Markov chain (one word
+of history, so that longer n-grams keep being new as the text grows, as in a
+real corpus) fitted to real English prose: the Vim documentation that Debian
 installs with vim (``/usr/share/vim/vim*/doc/*.txt``, ~1.3M words). Each size
 is cached in the work folder.
 
@@ -85,22 +86,22 @@ def seed_sentences() -> list[list[str]]:
 
 
 def write_text(path: str, tokens: int, seed: int = 1) -> None:
-    """About TOKENS words of sentences from a two-word-history Markov chain fitted to the seed text."""
-    chain: dict[tuple, list[str]] = {}
+    """About TOKENS words of sentences from a one-word-history Markov chain fitted to the seed text."""
+    chain: dict[str, list[str]] = {}
     for words in seed_sentences():
-        padded = ["<s>", "<s>", *words, "</s>"]
-        for i in range(2, len(padded)):
-            chain.setdefault((padded[i - 2], padded[i - 1]), []).append(padded[i])
+        padded = ["<s>", *words, "</s>"]
+        for before, word in zip(padded, padded[1:]):
+            chain.setdefault(before, []).append(word)
     rng, written = random.Random(seed), 0
     with open(path + ".tmp", "w", encoding="utf-8") as fh:
         while written < tokens:
-            history, sentence = ("<s>", "<s>"), []
+            history, sentence = "<s>", []
             while len(sentence) < 60:
                 word = rng.choice(chain[history])
                 if word == "</s>":
                     break
                 sentence.append(word)
-                history = (history[1], word)
+                history = word
             fh.write(" ".join(sentence) + "\n")
             written += len(sentence)
     os.replace(path + ".tmp", path)
@@ -180,7 +181,7 @@ def table(results: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mkn", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", default="1M,4M,16M", help="text sizes in words (default: 1M,4M,16M)")
+    parser.add_argument("--tokens", default="1.25M,5M,20M", help="text sizes in words (default: 1.25M,5M,20M)")
     parser.add_argument("--orders", default="3,5")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ngramflow-mkn-bench"))
     parser.add_argument("--kenlm-source", default=None, help="a kpu/kenlm checkout or bare repository")
