@@ -19,6 +19,7 @@ import pytest
 from conftest import SAMPLE, import_ok, run_cli
 from ngramflow.corpus.text import count_ngrams, sentences, write_2012
 from mkn_reference import SHORT_TEXT, SHORT_TEXT_ORDER_2, ArpaModel
+from ngramflow.transforms.sizing import MKN_BUCKET_ROWS_VARIABLE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LMPLZ_ZEN = os.path.join(HERE, "data", "mkn", "zen-order3.lmplz")
@@ -158,6 +159,17 @@ def test_arpa_loads_in_kenlm_and_scores_sentences(small_vocabulary):
     for sentence in text.splitlines()[:20] + ["the dog sat on the mat", "mat mat mat", ""]:
         expected = reference.sentence_log10(sentence.split())
         assert model.score(sentence, bos=True, eos=True) == pytest.approx(expected, abs=1e-4), sentence
+
+
+def test_any_number_of_buckets_gives_the_same_model(small_vocabulary, tmp_path, monkeypatch):
+    """The passes join inside hash buckets: many small ones (every context and suffix far from its
+    n-grams' buckets) must give exactly the one-bucket model."""
+    dataset, _, text = small_vocabulary
+    monkeypatch.setenv(MKN_BUCKET_ROWS_VARIABLE, "40")
+    many = text_dataset(tmp_path, text, 3)
+    assert mkn_manifest(many)["orders"] == mkn_manifest(dataset)["orders"]
+    assert len(os.listdir(os.path.join(many, "mkn", "ngrams", "order=3"))) > 5
+    assert model_of(many) == model_of(dataset)
 
 
 @pytest.fixture(scope="module")
