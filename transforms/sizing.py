@@ -137,11 +137,12 @@ def mkn_memory() -> int:
     return min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
 
 
-#: What a worker process of the stage holds besides its DuckDB task (Python, Beam, pyarrow), measured
-#: as the RSS of an `ngramflow mkn` worker before its first task: taken off the budget.
+#: What a worker process of the stage holds besides its DuckDB task, taken off the budget: Python with
+#: Beam, pyarrow and DuckDB loaded peaks at 193 MiB before any task; twice that leaves room for
+#: Beam's own buffers of references and records.
 MKN_PROCESS_BYTES = 384 << 20
-#: Each task's DuckDB keeps about this much on top of its memory limit (its allocator and the Arrow
-#: batches it hands back), so the limit is set this much lower.
+#: DuckDB's memory limit governs its buffer manager, not every allocation (its allocator's slack,
+#: query plans, the rows it hands back): the limit is set a quarter below the task's share.
 MKN_TASK_HEADROOM = 5 / 4
 
 #: Rows of the largest order per bucket of the stage's tables: a bucket's hash tables and sorts stay in
