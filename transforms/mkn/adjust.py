@@ -42,15 +42,15 @@ SUCCESSOR_SUMS = ("coalesce(sum(a), 0) AS total, count(*) FILTER (a = 1) AS n1, 
                   "count(*) FILTER (a >= 3) AS n3plus")
 
 
-def scatter_part(work: Work, order: int, path: str, model_order: int) -> list:
+def scatter_part(work: Work, order: int, path: str) -> list:
     """An input part file's (ngram, match_count) rows of ORDER -> its "input" and "extensions" buckets."""
     con = work.connect()
     source = f"read_parquet('{path}', hive_partitioning = false)"
-    written = work.scatter(con, "input", order, f"SELECT ngram, match_count AS raw FROM {source}", "ngram")
+    written, _ = work.scatter(con, "input", order, f"SELECT ngram, match_count AS raw FROM {source}", "ngram")
     if order > 1:
         written += work.scatter(
             con, "extensions", order - 1,
-            f"SELECT {suffix_of('ngram')} AS ngram, count(*) AS extensions FROM {source} GROUP BY 1", "ngram")
+            f"SELECT {suffix_of('ngram')} AS ngram, count(*) AS extensions FROM {source} GROUP BY 1", "ngram")[0]
     con.close()
     return written
 
@@ -89,7 +89,7 @@ def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order
                         FROM raw r FULL JOIN extensions e ON r.ngram = e.ngram)
         SELECT ngram, {adjusted_sql(order, model_order)} FROM joined""")
     key = "ngram" if order == 1 else context_of("ngram")
-    written = work.scatter(con, "adjusted", order, "SELECT ngram, a FROM adjusted", key)
+    written, _ = work.scatter(con, "adjusted", order, "SELECT ngram, a FROM adjusted", key)
     counts = ", ".join([f"count(*) FILTER (a = {k})" for k in (1, 2, 3, 4)]
                        + [f"count(*) FILTER (origin = {i})" for i in range(len(ORIGINS))])
     summary = con.execute(f"SELECT count(*), {counts} FROM adjusted").fetchall()[0]

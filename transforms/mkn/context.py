@@ -70,20 +70,21 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
     check_sums(con, order, "stats")
     write_rows(con, f"SELECT {context_columns(order)} FROM stats",
                out_root, layout.part(layout.by_order(layout.MKN_CONTEXTS, order), bucket))
-    gamma = backoff_mass("total", "n1", "n2", "n3plus", discounts)
-    con.execute(f"CREATE TEMP TABLE gamma AS SELECT context, total, {gamma} AS gamma FROM stats")
     lower = scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)
     con.execute(f"CREATE TEMP TABLE lower AS SELECT * FROM {lower}")
+    # Only contexts in the model have a gamma: the successors of the others find none (orphans).
+    gamma = backoff_mass("s.total", "s.n1", "s.n2", "s.n3plus", discounts)
+    con.execute(f"CREATE TEMP TABLE gamma AS SELECT s.context, s.total, {gamma} AS gamma "
+                "FROM stats s SEMI JOIN lower l ON s.context = l.ngram")
     write_rows(con, f"""SELECT l.ngram, {order - 1}::TINYINT AS "order", l.a AS adjusted_count,
                                {log10_prob('l.p')} AS log10_prob,
                                CASE WHEN g.context IS NULL OR NOT ({can_back_off('l.ngram')}) THEN 0.0
                                     ELSE {log10_or_zero('g.gamma')} END AS log10_backoff
                         FROM lower l LEFT JOIN gamma g ON g.context = l.ngram""",
                out_root, layout.part(layout.by_order(layout.MKN_NGRAMS, order - 1), bucket))
-    orphans = con.execute("SELECT count(*) FROM successors s ANTI JOIN lower l ON s.context = l.ngram").fetchall()[0][0]
-    written = work.scatter(con, "weighted", order, f"""
+    successors = con.execute("SELECT count(*) FROM successors").fetchall()[0][0]
+    written, rows = work.scatter(con, "weighted", order, f"""
         SELECT s.ngram, s.a, {discounted('s.a', 'g.total', discounts)} AS u, g.gamma
-        FROM successors s JOIN gamma g ON s.context = g.context SEMI JOIN lower l ON s.context = l.ngram""",
-                           suffix_of("ngram"))
+        FROM successors s JOIN gamma g ON s.context = g.context""", suffix_of("ngram"))
     con.close()
-    return written, int(orphans)
+    return written, successors - rows

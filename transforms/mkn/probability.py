@@ -55,13 +55,14 @@ def highest_order_rows(query: str, order: int) -> str:
             f"NULL::DOUBLE AS log10_backoff FROM ({query})")
 
 
-def _probabilities_out(con, work: Work, query: str, order: int, bucket: int, model_order: int, out_root: str) -> list:
-    """Order ORDER's (ngram, a, p) rows: the next order's input, or the model rows of the highest order."""
+def _probabilities_out(con, work: Work, query: str, order: int, bucket: int, model_order: int,
+                       out_root: str) -> tuple[list, int]:
+    """Order ORDER's (ngram, a, p) rows: the next order's input, or the model rows of the highest order;
+    returns the files of the next order's input and the rows."""
     if order < model_order:
         return work.scatter(con, PROBABILITIES, order, query, "ngram")
-    write_rows(con, highest_order_rows(query, order), out_root,
-               layout.part(layout.by_order(layout.MKN_NGRAMS, order), bucket))
-    return []
+    return [], write_rows(con, highest_order_rows(query, order), out_root,
+                          layout.part(layout.by_order(layout.MKN_NGRAMS, order), bucket))
 
 
 def unigram_bucket(work: Work, index: Index, bucket: int, discounts: Discounts, stats: list[int],
@@ -73,7 +74,7 @@ def unigram_bucket(work: Work, index: Index, bucket: int, discounts: Discounts, 
     query = f"""SELECT ngram, a, CASE WHEN ngram = {text(START)} THEN 1.0::DOUBLE
                                       ELSE {discounted('a', total, discounts)} + {uniform} END AS p
                 FROM {scan(index.files('adjusted', 1, bucket), ADJUSTED)}"""
-    written = _probabilities_out(con, work, query, 1, bucket, model_order, out_root)
+    written, _ = _probabilities_out(con, work, query, 1, bucket, model_order, out_root)
     con.close()
     return written
 
@@ -86,8 +87,8 @@ def interpolate_bucket(work: Work, index: Index, order: int, bucket: int, model_
                 f"FROM {scan(index.files('weighted', order, bucket), WEIGHTED)}")
     con.execute(f"CREATE TEMP TABLE lower AS SELECT ngram, p FROM "
                 f"{scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)}")
-    orphans = con.execute("SELECT count(*) FROM weighted w ANTI JOIN lower l ON w.suffix = l.ngram").fetchall()[0][0]
+    weighted = con.execute("SELECT count(*) FROM weighted").fetchall()[0][0]
     query = "SELECT w.ngram, w.a, w.u + w.gamma * l.p AS p FROM weighted w JOIN lower l ON w.suffix = l.ngram"
-    written = _probabilities_out(con, work, query, order, bucket, model_order, out_root)
+    written, rows = _probabilities_out(con, work, query, order, bucket, model_order, out_root)
     con.close()
-    return written, int(orphans)
+    return written, weighted - rows

@@ -75,12 +75,12 @@ def unigram_context_table(stats: list[int]) -> pa.Table:
 
 
 class Scatter(beam.DoFn):
-    def __init__(self, work: Work, model_order: int):
-        self.work, self.model_order = work, model_order
+    def __init__(self, work: Work):
+        self.work = work
 
     def process(self, part):
         order, path = part
-        yield from scatter_part(self.work, order, path, self.model_order)
+        yield from scatter_part(self.work, order, path)
 
 
 class Adjust(beam.DoFn):
@@ -137,7 +137,7 @@ class EstimateMkn(beam.PTransform):
     def expand(self, parts):
         top, work, root = self.model_order, self.work, self.root
         scattered = (parts | "Spread the part files" >> beam.Reshuffle()
-                     | "Scatter each part file" >> beam.ParDo(Scatter(work, top)))
+                     | "Scatter each part file" >> beam.ParDo(Scatter(work)))
         adjusted = (
             gathered_to_one(scattered, "scattered files")
             | "Adjust: tasks" >> beam.FlatMap(

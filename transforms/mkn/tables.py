@@ -66,15 +66,17 @@ class Work(NamedTuple):
     def bucket_of(self, key_sql: str) -> str:
         return f"hash({key_sql}) % {self.buckets}"
 
-    def scatter(self, con, table: str, order: int, query: str, key_sql: str) -> list[Written]:
-        """Write the rows of QUERY into TABLE's buckets by the hash of KEY_SQL (an expression over them)."""
+    def scatter(self, con, table: str, order: int, query: str, key_sql: str) -> tuple[list[Written], int]:
+        """Write the rows of QUERY into TABLE's buckets by the hash of KEY_SQL (an expression over them);
+        returns the files written and their rows."""
         folder = os.path.join(self.folder, table, f"order={order}")
         os.makedirs(folder, exist_ok=True)
-        written = con.execute(
+        rows, written = con.execute(
             f"COPY (SELECT *, {self.bucket_of(key_sql)} AS bucket FROM ({query})) TO '{folder}' "
             f"(FORMAT parquet, COMPRESSION {WORK_COMPRESSION}, PARTITION_BY (bucket), APPEND, RETURN_FILES, "
-            "FILENAME_PATTERN 'part-{uuid}')").fetchall()[0][1]
-        return [Written(table, order, int(path.rsplit("bucket=", 1)[1].split("/", 1)[0]), path) for path in written]
+            "FILENAME_PATTERN 'part-{uuid}')").fetchall()[0]
+        return [Written(table, order, int(path.rsplit("bucket=", 1)[1].split("/", 1)[0]), path)
+                for path in written], rows
 
 
 def scan(paths: list[str], columns: dict[str, str]) -> str:
@@ -96,10 +98,10 @@ def text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def write_rows(con, query: str, root: str, name: str) -> None:
+def write_rows(con, query: str, root: str, name: str) -> int:
     """The rows of QUERY (the columns of a schema of schemas/, in its types) as ROOT/NAME.parquet, laid out as the
     dataset's other Parquet files (zstd, row groups of ROW_GROUP_ROWS); no file if there are none.
-    Written by DuckDB under a temporary name, then renamed."""
+    Written by DuckDB under a temporary name, then renamed; returns the rows."""
     path = os.path.join(root, f"{name}.parquet")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
@@ -109,3 +111,4 @@ def write_rows(con, query: str, root: str, name: str) -> None:
         os.replace(partial, path)
     else:
         os.remove(partial)
+    return rows
