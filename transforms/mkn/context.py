@@ -15,9 +15,12 @@ gamma(h) = (D1 N1 + D2 N2 + D3+ N3+) / sum is what the discounts free.
                     model are left out and counted (orphans).
 
 The unigram context '' has every unigram as successor: its sums are added up over the buckets
-of the adjust pass instead (adjust.py), and its row is written once (unigram_context_row).
+of the adjust pass instead (adjust.py), and its row is written once (unigram_context_table).
 """
 
+import pyarrow as pa
+
+from ngramflow import schemas
 from ngramflow.schemas import layout
 from ngramflow.transforms.checked import INT64_MAX, too_large
 from ngramflow.transforms.mkn.adjust import ADJUSTED, SUCCESSOR_SUMS
@@ -49,13 +52,12 @@ def context_columns(order: int) -> str:
     return f"context, {order}::TINYINT AS \"order\", total::BIGINT AS adjusted_sum, n1, n2, n3plus"
 
 
-def unigram_context_row(con, stats: list[int]) -> str:
-    """The one row of mkn/contexts/order=1, as SQL, from the unigram context's sums."""
-    total, n1, n2, n3plus = stats
-    con.execute(f"CREATE OR REPLACE TEMP TABLE unigram AS SELECT ''::VARCHAR AS context, {total}::HUGEINT AS total, "
-                f"{n1}::BIGINT AS n1, {n2}::BIGINT AS n2, {n3plus}::BIGINT AS n3plus")
-    check_sums(con, 1, "unigram")
-    return f"SELECT {context_columns(1)} FROM unigram"
+def unigram_context_table(stats: list[int]) -> pa.Table:
+    """The one row of mkn/contexts/order=1: the context '' and its sums (total, N1, N2, N3+)."""
+    if stats[0] > INT64_MAX:
+        raise ContextSumOverflow(too_large("the adjusted_sum of the unigram context"))
+    return pa.Table.from_pylist([dict(zip(("context", "order", "adjusted_sum", "n1", "n2", "n3plus"),
+                                          ("", 1, *stats)))], schema=schemas.MKN_CONTEXTS)
 
 
 def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts: Discounts,

@@ -20,13 +20,11 @@ descriptions and per-order numbers cross Beam's stages; no n-gram does.
 from typing import NamedTuple
 
 import apache_beam as beam
-import pyarrow as pa
 
 from ngramflow import schemas
 from ngramflow.schemas import layout
-from ngramflow.transforms.checked import INT64_MAX, too_large
 from ngramflow.transforms.mkn.adjust import adjust_bucket, scatter_part
-from ngramflow.transforms.mkn.context import ContextSumOverflow, context_bucket
+from ngramflow.transforms.mkn.context import context_bucket, unigram_context_table
 from ngramflow.transforms.mkn.discount import SUMMARY_FIELDS, add_summaries, discount_table, discounts_of
 from ngramflow.transforms.mkn.probability import PROBABILITIES, interpolate_bucket, unigram_bucket
 from ngramflow.transforms.mkn.tables import Index, Work
@@ -64,14 +62,6 @@ def estimates(summaries: list, model_order: int, fallback: tuple | None) -> Esti
     by_order = dict(summaries)
     unigram = by_order.get(1, [0] * (SUMMARY_FIELDS + 4))[SUMMARY_FIELDS:]
     return Estimates(discount_table(summaries, model_order, fallback), unigram)
-
-
-def unigram_context_table(stats: list[int]) -> pa.Table:
-    """The one row of mkn/contexts/order=1: the context '' and its sums."""
-    if stats[0] > INT64_MAX:
-        raise ContextSumOverflow(too_large("the adjusted_sum of the unigram context"))
-    return pa.Table.from_pylist([dict(zip(("context", "order", "adjusted_sum", "n1", "n2", "n3plus"),
-                                          ("", 1, *stats)))], schema=schemas.MKN_CONTEXTS)
 
 
 class Scatter(beam.DoFn):
