@@ -55,7 +55,7 @@ def _add_mkn_options(p):
     p.add_argument("--arpa", default=None, metavar="FILE", help="also write the model as an ARPA file")
     p.add_argument("--mkn-memory", default=None, metavar="SIZE",
                    help="memory the MKN stage may use, all its workers together, e.g. 4g (default: a quarter of "
-                        "the machine's memory, at most 8g); past it the stage spills to disk")
+                        "the machine's memory, at most 8g); past it the stage spills to disk%(default).0s")
 
 
 def _mkn_settings(args, order):
