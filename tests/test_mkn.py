@@ -234,6 +234,8 @@ def test_mkn_command_on_an_existing_dataset(pruned, tmp_path, capsys):
     (["mkn", "{missing}", "--order", "3"], "is not a complete ngramflow dataset"),
     (["mkn", "{pruned}", "--order", "5", "--overwrite"], "has no 5-grams (orders present: 1, 2, 3)"),
     (["mkn", "{pruned}", "--order", "2", "--overwrite", "--discount-fallback", "1", "2"], "three numbers"),
+    (["mkn", "{pruned}", "--order", "2", "--overwrite", "--mkn-memory", "100m"], "--mkn-memory must be at least 512 MiB"),
+    (["mkn", "{pruned}", "--order", "2", "--overwrite", "--mkn-memory", "lots"], "--mkn-memory takes a size"),
     (["export-arpa", "{pruned}", "{existing}"], "already exists; pass --overwrite"),
     (["export-arpa", "{missing}", "{tmp}/x.arpa"], "is not a complete ngramflow dataset"),
 ])
