@@ -1,6 +1,6 @@
 """MKN benchmark: KenLM's lmplz against ngramflow on the same texts, at growing sizes and orders 3 and 5.
 
-    python -m benchmarks.mkn [--tokens 1.25M,5M,20M] [--orders 3,5] [--workdir DIR] [--kenlm-source DIR]
+    python -m benchmarks.mkn [--tokens 1.875M,7.5M,30M] [--orders 3,5] [--workdir DIR] [--kenlm-source DIR]
 
 Set-up (cached in ~/.cache/ngramflow/kenlm, never in the repository): lmplz is
 built from KenLM's sources (a git checkout of kpu/kenlm given by
@@ -181,7 +181,7 @@ def table(results: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mkn", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", default="1.25M,5M,20M", help="text sizes in words (default: 1.25M,5M,20M)")
+    parser.add_argument("--tokens", default="1.875M,7.5M,30M", help="text sizes in words (default: 1.875M,7.5M,30M)")
     parser.add_argument("--orders", default="3,5")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ngramflow-mkn-bench"))
     parser.add_argument("--kenlm-source", default=None, help="a kpu/kenlm checkout or bare repository")
