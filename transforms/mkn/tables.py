@@ -15,6 +15,7 @@ references of the attempt that succeeded are passed on (as in transforms/runfile
 """
 
 import os
+import tempfile
 from typing import NamedTuple
 
 import duckdb
@@ -57,8 +58,10 @@ class Work(NamedTuple):
     threads: int
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        spill = os.path.join(self.folder, "_duckdb")
-        os.makedirs(spill, exist_ok=True)
+        """A task's DuckDB, spilling into a folder of its own (workers' DuckDBs would reuse each other's
+        temporary file names in a shared one)."""
+        os.makedirs(os.path.join(self.folder, "_duckdb"), exist_ok=True)
+        spill = tempfile.mkdtemp(dir=os.path.join(self.folder, "_duckdb"))
         return duckdb.connect(config={
             "memory_limit": f"{max(64 << 20, self.task_bytes) >> 20}MB", "threads": self.threads,
             "temp_directory": spill, "preserve_insertion_order": False})
