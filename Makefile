@@ -41,3 +41,9 @@ bench: setup
 .PHONY: bench-scale
 bench-scale: setup
 	$(BIN)/python -m benchmarks.scale
+
+# KenLM's lmplz (built from kpu/kenlm into ~/.cache/ngramflow/kenlm on first use) against corpus.text,
+# import and mkn on generated English text at three sizes, orders 3 and 5; rewrites its BENCHMARKS.md table.
+.PHONY: bench-mkn
+bench-mkn: setup
+	$(BIN)/python -m benchmarks.mkn

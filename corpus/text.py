@@ -31,11 +31,12 @@ def sentences(lines):
         yield line.split()
 
 
-def count_ngrams(token_lists, max_order: int) -> Counter:
+def count_ngrams(token_lists, max_order: int, min_order: int = 1) -> Counter:
+    """Counts of the n-grams of orders MIN_ORDER..MAX_ORDER in the padded sentences."""
     counts = Counter()
     for tokens in token_lists:
         padded = [START, *tokens, END]
-        for order in range(1, max_order + 1):
+        for order in range(min_order, max_order + 1):
             for i in range(len(padded) - order + 1):
                 counts[" ".join(padded[i:i + order])] += 1
     return counts
@@ -65,12 +66,14 @@ def main(argv=None) -> int:
     parser.add_argument("--output", required=True, help="directory for the .gz files")
     parser.add_argument("--min-count", type=int, default=1, help="keep n-grams counted at least this often")
     args = parser.parse_args(argv)
-    counts = Counter()
-    for path in args.text:
-        with open(path, encoding="utf-8") as fh:
-            counts.update(count_ngrams(sentences(fh), args.order))
-    for path in write_2012(counts, args.output, min_count=args.min_count):
-        print(path)
+    # One order at a time: memory holds the distinct n-grams of one order, not of all of them.
+    for order in range(1, args.order + 1):
+        counts = Counter()
+        for path in args.text:
+            with open(path, encoding="utf-8") as fh:
+                counts.update(count_ngrams(sentences(fh), order, order))
+        for path in write_2012(counts, args.output, min_count=args.min_count):
+            print(path)
     return 0
 
 

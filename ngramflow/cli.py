@@ -53,12 +53,17 @@ def _add_mkn_options(p):
                         "such as Google's), as KenLM's --discount_fallback; 'none' makes that an error "
                         "(default: 0.5 1 1.5, KenLM's)%(default).0s")
     p.add_argument("--arpa", default=None, metavar="FILE", help="also write the model as an ARPA file")
+    p.add_argument("--mkn-memory", default=None, metavar="SIZE",
+                   help="memory the MKN stage may use, all its workers together, e.g. 4g (default: a quarter of "
+                        "the machine's memory, at most 8g); past it the stage spills to disk%(default).0s")
 
 
 def _mkn_settings(args, order):
     from ngramflow.pipeline.mkn import MknSettings, parse_fallback
+    from ngramflow.pipeline.option_fields import parse_size
 
-    return MknSettings(order=order, fallback=parse_fallback(args.discount_fallback), arpa=args.arpa)
+    memory = 0 if args.mkn_memory is None else parse_size(args.mkn_memory, "--mkn-memory")
+    return MknSettings(order=order, fallback=parse_fallback(args.discount_fallback), arpa=args.arpa, memory=memory)
 
 
 def _import(args) -> int:

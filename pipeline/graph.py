@@ -5,13 +5,12 @@ import os
 import apache_beam as beam
 
 from ngramflow import schemas
-from ngramflow.pipeline.mkn import build_mkn, read_ngram_parts
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import merge_shards, mkn_parts, range_rows, spill_bytes, work_unit_bytes
+from ngramflow.transforms.sizing import merge_shards, range_rows, spill_bytes, work_unit_bytes
 from ngramflow.transforms.spill import TotalNgramsOnDisk
 from ngramflow.transforms.total import SumOrderTotals, SummarizeOrders, TotalNgrams, files_by_order
 from ngramflow.transforms.vocabulary import BuildVocabulary
@@ -65,8 +64,8 @@ def range_name(part: dict) -> str:
 
 
 def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None):
-    """Add the whole import, from the file list to every output file, to ``pipeline``; on the spill path
-    the MKN stage is a pipeline of its own, after this one (pipeline/run.py)."""
+    """Add the whole import, from the file list to every output file, to ``pipeline``; the MKN stage is
+    a pipeline of its own, after this one (pipeline/run.py)."""
     input_bytes = sum(size for _, size in files)
     # The merge in keyed state (Flink, checkpointed) bounds each key's group: its shard count follows
     # the input (sizing.py); the spill path's ranges follow the data it spilled.
@@ -85,16 +84,6 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
-    if opts.mkn and "ngrams" in results:
-        build_mkn(results["ngrams"] | "N-gram tables" >> beam.Values(), out, opts.mkn, mkn_parts(input_bytes))
-
-
-def build_mkn_on_parts(pipeline: beam.Pipeline, opts: ImportOptions, out: OutputDir, orders: list[int],
-                       input_bytes: int):
-    """The spill path's MKN stage, a pipeline of its own over the part files the import wrote: n-gram
-    tables never cross the embedded runner's stages."""
-    present = [order for order in orders if order <= opts.mkn.order]
-    build_mkn(read_ngram_parts(pipeline, out, present), out, opts.mkn, mkn_parts(input_bytes))
 
 
 def aggregation(opts: ImportOptions, out: OutputDir) -> dict:

@@ -6,27 +6,28 @@ way the manifest records it under "mkn" only once everything, the ARPA file
 included, has been written.
 """
 
-import io
 import os
-import zlib
 from dataclasses import dataclass
 
 import apache_beam as beam
+import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from ngramflow import schemas
 from ngramflow.errors import UserError
 from ngramflow.pipeline.output import OutputDir
-from ngramflow.schemas import layout, order_of
+from ngramflow.schemas import layout
 from ngramflow.schemas.manifest import MknSection
 from ngramflow.transforms.mkn import arpa
 from ngramflow.transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
 from ngramflow.transforms.mkn.stage import EstimateMkn
-from ngramflow.transforms.sinks import WriteRecords, WriteTables, write_then_rename
-from ngramflow.transforms.sizing import ARPA_BATCH_ROWS
+from ngramflow.transforms.mkn.tables import Work
+from ngramflow.transforms.sinks import WriteRecords, write_then_rename
+from ngramflow.transforms.sizing import mkn_buckets, mkn_memory, mkn_task_bytes
+
+
+#: The least budget the stage runs in: a worker's own share plus a small DuckDB task.
+MIN_MEMORY = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class MknSettings:
     order: int
     fallback: tuple | None = KENLM_FALLBACK  # D1, D2, D3+ where estimation fails; None: fail instead
     arpa: str | None = None  # also write the model as an ARPA file here
+    memory: int = 0  # bytes the stage may use, all its workers together; 0: sizing.mkn_memory()
 
     def validate(self, overwrite: bool = False) -> "MknSettings":
         if not 1 <= self.order <= schemas.MAX_ORDER:
@@ -44,7 +46,13 @@ class MknSettings:
                     raise UserError(f"--discount-fallback D{k} must be within (0, {k}], got {amount:g}")
         if self.arpa:
             check_arpa_target(self.arpa, overwrite)
+        if self.memory and self.memory < MIN_MEMORY:
+            raise UserError(f"--mkn-memory must be at least {MIN_MEMORY >> 20} MiB, got {self.memory >> 20} MiB")
         return self
+
+    @property
+    def budget(self) -> int:
+        return self.memory or mkn_memory()
 
 
 def parse_fallback(values: list[str]) -> tuple | None:
@@ -70,64 +78,19 @@ def check_arpa_target(path: str, overwrite: bool) -> None:
         raise UserError(f"the folder of ARPA file {path} does not exist")
 
 
-def read_ngram_parts(pipeline: beam.Pipeline, out: OutputDir, orders: list[int]):
-    """The (ngram, match_count) tables of the part files of ORDERS in OUT, as the MKN stage's input."""
-    return [
-        pipeline
-        | f"List order-{order} files" >> beam.Create(out.list_files(layout.ngrams_folder(order), ".parquet"))
-        | f"Read order-{order} n-grams" >> beam.io.ReadAllFromParquetBatched(columns=["ngram", "match_count"])
-        for order in orders
-    ] | "All n-grams" >> beam.Flatten()
-
-
-def ngram_counts(table: pa.Table, max_order: int):
-    """(ngram, match count) pairs of an n-gram table's rows of orders 1..max_order."""
-    table = table.filter(pc.less_equal(order_of(table["ngram"]), max_order))
-    return zip(table.column("ngram").to_pylist(), table.column("match_count").to_pylist())
-
-
-def part_of(key: str, parts: int) -> int:
-    """A stable part number for a row, so a retried bundle rewrites the same file."""
-    return zlib.crc32(key.encode("utf-8")) % parts
-
-
-def rows_table(rows, schema: pa.Schema) -> pa.Table:
-    """Tuples in the schema's column order -> a table."""
-    columns = list(zip(*rows))
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
-
-
-class WriteRowParts(beam.PTransform):
-    """Row tuples -> ``root/FOLDER/part-NNNNN.parquet``, spread over ``parts`` files by their first column."""
-
-    def __init__(self, root: str, folder: str, schema: pa.Schema, parts: int):
-        super().__init__()
-        self.root, self.folder, self.schema, self.parts = root, folder, schema, parts
-
-    def expand(self, rows):
-        folder, schema, parts = self.folder, self.schema, self.parts
-        return (
-            rows
-            | "Key by part" >> beam.Map(lambda row: (part_of(row[0], parts), row))
-            | "Gather parts" >> beam.GroupByKey()
-            | "Part tables" >> beam.MapTuple(
-                lambda part, part_rows: (layout.part(folder, part), rows_table(part_rows, schema)))
-            | "Write parts" >> WriteTables(self.root, schema)
-        )
-
-
-def build_mkn(ngram_tables, out: OutputDir, settings: MknSettings, parts: int) -> None:
-    """Add the stage, from n-gram tables (ngram and match_count columns) to its files, to the pipeline."""
+def build_mkn(pipeline: beam.Pipeline, source: OutputDir, out: OutputDir, settings: MknSettings,
+              order_rows: dict[int, int], workers: int) -> None:
+    """Add the stage to PIPELINE: from the n-gram part files in SOURCE of the orders in ORDER_ROWS
+    ({order: n-grams}) to the model's files in OUT, with WORKERS processes sharing the memory budget."""
+    orders = [order for order in sorted(order_rows) if order <= settings.order]
+    work = Work(folder=out.join(layout.SPILL, layout.MKN), buckets=mkn_buckets(max(order_rows.values()), workers),
+                task_bytes=mkn_task_bytes(settings.budget, workers), threads=max(1, (os.cpu_count() or 1) // workers))
+    parts = [(order, path) for order in orders for path in source.list_files(layout.ngrams_folder(order), ".parquet")]
     results = (
-        ngram_tables
-        | "N-gram counts" >> beam.FlatMap(ngram_counts, settings.order)
-        | "Modified Kneser-Ney" >> EstimateMkn(settings.order, settings.fallback)
+        pipeline
+        | "N-gram part files" >> beam.Create(parts)
+        | "Modified Kneser-Ney" >> EstimateMkn(work, settings.order, settings.fallback, out.path)
     )
-    for table, folder, schema in (("ngrams", layout.MKN_NGRAMS, schemas.MKN_NGRAMS),
-                                  ("contexts", layout.MKN_CONTEXTS, schemas.MKN_CONTEXTS)):
-        for order, rows in enumerate(results[table], 1):
-            rows | f"Write order-{order} MKN {table}" >> WriteRowParts(
-                out.path, layout.by_order(folder, order), schema, parts)
     (results["discounts"]
      | "Name order statistics" >> beam.Map(lambda record: (f"order-{record['order']}", record))
      | "Write MKN order statistics" >> WriteRecords(out.join(layout.MKN_ORDER_STATS)))
@@ -176,34 +139,20 @@ def finish_mkn(out: OutputDir, settings: MknSettings) -> MknSection:
     return section
 
 
-def _model_files(out: OutputDir, order: int) -> list[str]:
-    return out.list_files(layout.by_order(layout.MKN_NGRAMS, order), ".parquet")
-
-
-def _entries(paths: list[str]):
-    """Batches of (ngram, log10 prob, log10 backoff); the backoff is null exactly at the highest order."""
-    for path in paths:
-        with FileSystems.open(path) as fh:
-            for batch in pq.ParquetFile(fh).iter_batches(
-                    batch_size=ARPA_BATCH_ROWS, columns=["ngram", "log10_prob", "log10_backoff"]):
-                yield list(zip(*(column.to_pylist() for column in batch.columns)))
-
-
 def write_arpa(out: OutputDir, section: dict, path: str) -> None:
-    """Stream the model's Parquet files into an ARPA file, written under a temporary name, then renamed."""
+    """Write the model's Parquet files as an ARPA file, under a temporary name, then renamed."""
     if "://" not in path:
         path = os.path.abspath(path)  # Beam's local create needs a folder name
     model_order = section["order"]
     counts = [section["orders"][str(order)]["ngrams"] for order in range(1, model_order + 1)]
 
-    def write(raw):
-        fh = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-        fh.write(arpa.header(counts))
+    def write(fh):
+        con = duckdb.connect()
+        fh.write(arpa.header(counts).encode())
         for order in range(1, model_order + 1):
-            for chunk in arpa.section(order, _entries(_model_files(out, order))):
-                fh.write(chunk)
-        fh.write(arpa.FOOTER)
-        fh.detach()
+            arpa.write_section(con, order, out.list_files(layout.by_order(layout.MKN_NGRAMS, order), ".parquet"), fh)
+        fh.write(arpa.FOOTER.encode())
+        con.close()
 
     write_then_rename(path, write)
 

@@ -12,14 +12,13 @@ import time
 import apache_beam as beam
 
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.mkn import MknSettings, build_mkn, finish_mkn, read_ngram_parts, write_arpa
+from ngramflow.pipeline.mkn import MknSettings, build_mkn, finish_mkn, write_arpa
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import DatasetDir
 from ngramflow.pipeline.run import pipeline_options
 from ngramflow.schemas import layout
-from ngramflow.schemas.manifest import input_bytes, with_mkn
+from ngramflow.schemas.manifest import with_mkn
 from ngramflow.transforms.mkn.discount import DiscountError
-from ngramflow.transforms.sizing import mkn_parts
 
 
 def read_manifest(out: DatasetDir) -> dict:
@@ -67,7 +66,8 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, options: I
     started = time.time()
     try:
         pipeline = beam.Pipeline(options=pipeline_options(options))
-        build_mkn(read_ngram_parts(pipeline, out, orders), build, settings, mkn_parts(input_bytes(manifest)))
+        build_mkn(pipeline, out, build, settings, {o: manifest["orders"][str(o)]["ngrams"] for o in orders},
+                  options.workers)
         pipeline.run().wait_until_finish()
         section = finish_mkn(build, settings)
     except KeyboardInterrupt:

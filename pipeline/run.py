@@ -18,9 +18,9 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import aggregation, build_import, build_mkn_on_parts, spills
+from ngramflow.pipeline.graph import aggregation, build_import, spills
 from ngramflow.pipeline.inputs import expand_inputs
-from ngramflow.pipeline.mkn import fallback_notes, finish_mkn, summary_lines
+from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import DatasetDir, OutputDir
 from ngramflow.pipeline.progress import ProgressReporter
@@ -95,30 +95,28 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
             result.wait_until_finish()
             if info:
                 info.largest_key_bytes = key_sizes(result)
-            if opts.mkn and spills(opts):
-                # The MKN stage reads the part files the import wrote, on the same runner.
-                pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
-                build_mkn_on_parts(pipeline, opts, out, sorted(_checked_orders(opts, out)),
-                                   sum(size for _, size in files))
-                pipeline.run().wait_until_finish()
+            if opts.mkn:
+                _run_mkn_pipeline(opts, out, args)
         finally:
             if reporter:
                 reporter.stop()
     return info
 
 
-#: Submissions of a resumed job whose checkpoint Flink could not map (see CheckpointNotMapped).
-RESUME_ATTEMPTS = 10
-
-
-def _checked_orders(opts: ImportOptions, out: OutputDir) -> dict[int, OrderTotals]:
-    """The totals of each order the import found; a run fails if --mkn-order names none of them."""
-    orders = {s["order"]: OrderTotals(s["ngrams"], s["match_count"], s["volume_count"])
-              for s in out.read_records(layout.ORDER_STATS)}
-    if opts.mkn and opts.mkn.order not in orders:
+def _run_mkn_pipeline(opts: ImportOptions, out: OutputDir, args: list[str]) -> None:
+    """The MKN stage of ``--mkn-order``, a pipeline of its own on the same runner, over the part files
+    the import wrote."""
+    orders = {s["order"]: s["ngrams"] for s in out.read_records(layout.ORDER_STATS)}
+    if opts.mkn.order not in orders:
         raise RunFailed(f"the input has no {opts.mkn.order}-grams for --mkn-order {opts.mkn.order}; import "
                         f"again with an order it has ({', '.join(map(str, sorted(orders))) or 'none'})")
-    return orders
+    pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
+    build_mkn(pipeline, out, out, opts.mkn, orders, opts.workers)
+    pipeline.run().wait_until_finish()
+
+
+#: Submissions of a resumed job whose checkpoint Flink could not map (see CheckpointNotMapped).
+RESUME_ATTEMPTS = 10
 
 
 def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
@@ -210,7 +208,8 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         out.write_parquet(layout.TOTALCOUNTS, totalcounts)
     out.ensure_parquet(layout.VOCABULARY, schemas.VOCABULARY)
     out.ensure_parquet(layout.REJECTS, schemas.REJECTS)
-    orders = _checked_orders(opts, out)
+    orders = {s["order"]: OrderTotals(s["ngrams"], s["match_count"], s["volume_count"])
+              for s in out.read_records(layout.ORDER_STATS)}
     wall_seconds = round(time.time() - started, 3)
     manifest = Manifest(
         command=command_line(),

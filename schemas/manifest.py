@@ -182,11 +182,6 @@ def check_manifest(manifest) -> None:
             _field(_typed(record, dict, f"inputs.{k}"), "size", int, f"inputs.{k}.")
 
 
-def input_bytes(manifest: dict) -> int:
-    """The compressed bytes of the n-gram files the dataset was imported from (0 if it was written otherwise)."""
-    return sum(record["size"] for record in manifest.get("inputs", []))
-
-
 def parse_manifest(data: bytes, dataset: str) -> dict:
     """The manifest of DATASET from its bytes, checked; a UserError says what is wrong with it."""
     try:

@@ -19,6 +19,7 @@ import pytest
 from conftest import SAMPLE, import_ok, run_cli
 from ngramflow.corpus.text import count_ngrams, sentences, write_2012
 from mkn_reference import SHORT_TEXT, SHORT_TEXT_ORDER_2, ArpaModel
+from ngramflow.transforms.sizing import MKN_BUCKET_ROWS_VARIABLE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LMPLZ_ZEN = os.path.join(HERE, "data", "mkn", "zen-order3.lmplz")
@@ -160,6 +161,17 @@ def test_arpa_loads_in_kenlm_and_scores_sentences(small_vocabulary):
         assert model.score(sentence, bos=True, eos=True) == pytest.approx(expected, abs=1e-4), sentence
 
 
+def test_any_number_of_buckets_gives_the_same_model(small_vocabulary, tmp_path, monkeypatch):
+    """The passes join inside hash buckets: many small ones (every context and suffix far from its
+    n-grams' buckets) must give exactly the one-bucket model."""
+    dataset, _, text = small_vocabulary
+    monkeypatch.setenv(MKN_BUCKET_ROWS_VARIABLE, "40")
+    many = text_dataset(tmp_path, text, 3)
+    assert mkn_manifest(many)["orders"] == mkn_manifest(dataset)["orders"]
+    assert len(os.listdir(os.path.join(many, "mkn", "ngrams", "order=3"))) > 5
+    assert model_of(many) == model_of(dataset)
+
+
 @pytest.fixture(scope="module")
 def pruned(tmp_path_factory):
     """The bundled sample (Google-style: every n-gram totals >= 40) with an order-3 model from the same job."""
@@ -222,6 +234,8 @@ def test_mkn_command_on_an_existing_dataset(pruned, tmp_path, capsys):
     (["mkn", "{missing}", "--order", "3"], "is not a complete ngramflow dataset"),
     (["mkn", "{pruned}", "--order", "5", "--overwrite"], "has no 5-grams (orders present: 1, 2, 3)"),
     (["mkn", "{pruned}", "--order", "2", "--overwrite", "--discount-fallback", "1", "2"], "three numbers"),
+    (["mkn", "{pruned}", "--order", "2", "--overwrite", "--mkn-memory", "100m"], "--mkn-memory must be at least 512 MiB"),
+    (["mkn", "{pruned}", "--order", "2", "--overwrite", "--mkn-memory", "lots"], "--mkn-memory takes a size"),
     (["export-arpa", "{pruned}", "{existing}"], "already exists; pass --overwrite"),
     (["export-arpa", "{missing}", "{tmp}/x.arpa"], "is not a complete ngramflow dataset"),
 ])

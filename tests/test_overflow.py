@@ -9,7 +9,7 @@ import pytest
 
 from conftest import import_ok, ngrams_of, run_cli
 from ngramflow.transforms import checked
-from ngramflow.transforms.mkn.context import ContextSumOverflow, context_row
+from ngramflow.transforms.mkn.context import ContextSumOverflow, check_sums, unigram_context_table
 
 BIG = 5 * 10**18  # fits int64; two of them do not
 MAX = 2**63 - 1
@@ -83,6 +83,12 @@ def test_wraps_are_found_however_often_a_sum_wrapped():
 
 
 def test_an_mkn_context_sum_past_int64_is_an_mkn_error():
-    assert context_row("a", (MAX, 0, 0, 2), 2) == ("a", 2, MAX, 0, 0, 2)
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE fits AS SELECT 'a' AS context, {MAX}::HUGEINT AS total")
+    check_sums(con, 2, "fits")
+    con.execute(f"CREATE TABLE past AS SELECT 'a' AS context, {MAX + 1}::HUGEINT AS total")
     with pytest.raises(ContextSumOverflow, match="ngramflow mkn error: the adjusted_sum of 2-gram context 'a'"):
-        context_row("a", (MAX + 1, 0, 0, 2), 2)
+        check_sums(con, 2, "past")
+    assert unigram_context_table([MAX, 0, 0, 2]).to_pylist()[0]["adjusted_sum"] == MAX
+    with pytest.raises(ContextSumOverflow, match="the adjusted_sum of the unigram context"):
+        unigram_context_table([MAX + 1, 0, 0, 2])

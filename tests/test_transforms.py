@@ -7,6 +7,7 @@ import os
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -17,6 +18,7 @@ from ngramflow.transforms.collapse import collapse
 from ngramflow.transforms.columnar import run_starts
 from ngramflow.transforms.mkn.discount import KENLM_FALLBACK
 from ngramflow.transforms.mkn.stage import EstimateMkn
+from ngramflow.transforms.mkn.tables import Work
 from ngramflow.transforms.parse import ROW_SCHEMA
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
@@ -99,7 +101,7 @@ def test_totalling_merges_every_run_of_an_ngram_and_applies_the_minimum_count():
         ]), label="order totals")
 
 
-def test_mkn_stage_on_a_tiny_text_gives_the_hand_computed_model():
+def test_mkn_stage_on_a_tiny_text_gives_the_hand_computed_model(tmp_path):
     # The order-2 model of "a b / a b / b", computed by hand in mkn_reference.py
     # (test_short_sentences_order_2_by_hand): |V| = 4, unigram discounts are
     # KenLM's fallback (t3 = 0), bigram discounts 0.2, 1.7, 3 from t = 1, 2, 1, 0.
@@ -108,15 +110,24 @@ def test_mkn_stage_on_a_tiny_text_gives_the_hand_computed_model():
     model_rows = [(ngram, ngram.count(" ") + 1, count, math.log10(prob), None if b is None else math.log10(b))
                   for ngram, (count, prob, b) in expected.items()]
 
+    parts = []
+    for order in (1, 2):
+        path = tmp_path / f"order-{order}.parquet"
+        grams = sorted(g for g in counts if g.count(" ") + 1 == order)
+        pq.write_table(pa.table({"ngram": grams, "match_count": [counts[g] for g in grams]}), path)
+        parts.append((order, str(path)))
+    work = Work(str(tmp_path / "work"), buckets=3, task_bytes=256 << 20, threads=1)
+
     with TestPipeline() as p:
-        model = p | beam.Create(sorted(counts.items())) | EstimateMkn(2, KENLM_FALLBACK)
-        rows = model["ngrams"] | "All orders" >> beam.Flatten()
+        model = p | beam.Create(parts) | EstimateMkn(work, 2, KENLM_FALLBACK, str(tmp_path / "out"))
         discounts = model["discounts"] | "Discounts" >> beam.Map(
             lambda r: (r["order"], r["count_of_counts"], r["discounts"], r["discount_source"]))
 
-        assert_that(rows, equal_to(model_rows, equals_fn=_close), label="model rows")
         assert_that(discounts, equal_to([
             (1, [2, 1, 0, 0], [0.5, 1.0, 1.5], "fallback"),
             (2, [1, 2, 1, 0], [0.2, 1.7, 3.0], "estimated"),
         ], equals_fn=_close), label="discounts")
-        assert_that(model["orphans"], equal_to([]), label="orphans")
+        assert_that(model["orphans"], equal_to([(2, 0)]), label="orphans")  # order 2: none left out
+    written = pq.read_table(tmp_path / "out" / "mkn" / "ngrams", partitioning=None).to_pylist()
+    rows = sorted((r["ngram"], r["order"], r["adjusted_count"], r["log10_prob"], r["log10_backoff"]) for r in written)
+    assert _close(sorted(model_rows), rows)

@@ -30,5 +30,5 @@ Each line: module, what it does, what goes in -> what comes out.
                    the same for files written piece by piece (StreamedTables)
     columnar.py    vectorized helpers the steps share: runs, year bit masks, series, shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
-    mkn/           (n-gram, match count) -> Modified Kneser-Ney model rows; see mkn/__init__.py
+    mkn/           n-gram part files -> Modified Kneser-Ney model files; see mkn/__init__.py
 """

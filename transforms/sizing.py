@@ -139,15 +139,34 @@ ROW_GROUP_ROWS = 32 * 1024
 # The MKN stage.
 
 
-def mkn_parts(input_bytes: int) -> int:
-    """Part files per order of the MKN model (each assembled by one worker) for an import of
-    INPUT_BYTES compressed bytes: as many as its shards. The model has about one row per n-gram
-    of its orders, spread evenly over the parts, so a part holds no more than a shard, which is
-    sized to fit one worker; an import with --mkn-order and ``ngramflow mkn`` on its dataset
-    write the same files."""
-    return shard_count(input_bytes)
+def mkn_memory() -> int:
+    """The MKN stage's default memory budget: a quarter of the machine's memory (which the import, a
+    Flink cluster or other jobs may be using too), at most 8 GiB."""
+    return min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
 
 
-#: Model rows read at once while the ARPA file is written: memory stays flat (the 1.45M-n-gram
-#: model of BENCHMARKS.md, "Time of the stage", is written in 2.8 s).
-ARPA_BATCH_ROWS = 64 * 1024
+#: What a worker process of the stage holds besides its DuckDB task, taken off the budget: Python with
+#: Beam, pyarrow and DuckDB loaded peaks at 193 MiB before any task; twice that leaves room for
+#: Beam's own buffers of references and records.
+MKN_PROCESS_BYTES = 384 << 20
+#: DuckDB's memory limit governs its buffer manager, not every allocation (its allocator's slack,
+#: query plans, the rows it hands back): the limit is set a quarter below the task's share.
+MKN_TASK_HEADROOM = 5 / 4
+
+#: Rows of the largest order per bucket of the stage's tables: a bucket's hash tables and sorts stay in
+#: memory at the default budget, and buckets stay few enough that each file is large.
+MKN_BUCKET_ROWS = 4 << 20
+#: The environment variable that sets other rows per bucket (tests force many buckets with few rows).
+MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
+
+
+def mkn_buckets(largest_order_rows: int, workers: int) -> int:
+    """Buckets of every table of the stage: enough for each to hold MKN_BUCKET_ROWS rows of the largest
+    order, and at least one per worker."""
+    rows = int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS))
+    return max(workers, -(-largest_order_rows // rows))
+
+
+def mkn_task_bytes(memory: int, workers: int) -> int:
+    """DuckDB's memory limit in one task, so that WORKERS processes stay within MEMORY together."""
+    return int((memory // workers - MKN_PROCESS_BYTES) / MKN_TASK_HEADROOM)

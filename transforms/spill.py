@@ -124,7 +124,7 @@ class MergeRange(beam.DoFn):
             report_range_done(self.progress_dir, index, planned.count)
 
 
-def _gathered_to_one(pcoll, label: str):
+def gathered_to_one(pcoll, label: str):
     """All elements of PCOLL as one list, even when there are none (the embedded runner gathers small
     records only: references and bounds)."""
     return (
@@ -154,7 +154,7 @@ class TotalNgramsOnDisk(beam.PTransform):
     def expand(self, runs):
         range_rows = self.range_rows
         merged_ranges = (
-            _gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(SpillRuns(self.folder, self.budget)),
+            gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(SpillRuns(self.folder, self.budget)),
                              "run files")
             | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows))
             | "Spread the ranges over workers" >> beam.Reshuffle()
@@ -165,7 +165,7 @@ class TotalNgramsOnDisk(beam.PTransform):
         return {
             "parts": merged_ranges.parts,
             "order_totals": merged_ranges[ORDER_TOTALS],
-            "token_runs": _gathered_to_one(merged_ranges[TOKEN_RUNS], "token run files"),
+            "token_runs": gathered_to_one(merged_ranges[TOKEN_RUNS], "token run files"),
         }
 
 

@@ -15,67 +15,85 @@ explicitly, and each is counted in the manifest:
 - FLOOR: an n-gram of the input whose left extensions were all pruned away
   (Google publishes only totals >= 40). It did occur, after something, so it
   has at least one left extension: its count is that lower bound, 1.
+
+Two passes:
+
+    scatter_part   one input part file of order n -> "input" rows (ngram, raw) in the bucket of the
+                   n-gram, and "extensions" (suffix, distinct n-grams) in the bucket of the suffix,
+                   summed within the file first (its n-grams are sorted, so suffixes repeat)
+    adjust_bucket  one bucket of order n's "input" and "extensions" -> "adjusted" rows (ngram, a) in
+                   the bucket of their context (order 1: of the n-gram), and the order's summary:
+                   [n-grams, t1..t4, one count per origin] (+ the unigram context's sums at order 1)
 """
 
-import apache_beam as beam
-
 from ngramflow.schemas import RESERVED_TOKENS, START, UNK
-from ngramflow.transforms.mkn.combine import SumOf
-from ngramflow.transforms.mkn.grams import order_of, starts_sentence, suffix_of
+from ngramflow.transforms.mkn.grams import context_of, starts_sentence, suffix_of
+from ngramflow.transforms.mkn.tables import Index, Work, scan, text
 
 INPUT, SUFFIX, FLOOR, RESERVED = "input", "suffix", "floor", "reserved"
 ORIGINS = (INPUT, SUFFIX, FLOOR, RESERVED)
 
+RAW = {"ngram": "VARCHAR", "raw": "BIGINT"}
+EXTENSIONS = {"ngram": "VARCHAR", "extensions": "BIGINT"}
+ADJUSTED = {"ngram": "VARCHAR", "a": "BIGINT"}
 
-def count_parts(ngram: str, match_count: int):
-    """(key, (raw count or None, left extensions)) parts: the n-gram itself, and one extension of its suffix."""
-    yield ngram, (match_count, 0)
-    if " " in ngram:
-        yield suffix_of(ngram), (None, 1)
-
-
-def merge_parts(parts) -> tuple:
-    """Sum of parts; associative and commutative, so it serves as a Beam combiner."""
-    raw, extensions = None, 0
-    for part_raw, part_extensions in parts:
-        if part_raw is not None:
-            raw = part_raw if raw is None else raw + part_raw
-        extensions += part_extensions
-    return raw, extensions
+#: A context's sums over its successors' adjusted counts ``a``: the sum, N1, N2, N3+ (context.py).
+SUCCESSOR_SUMS = ("coalesce(sum(a), 0) AS total, count(*) FILTER (a = 1) AS n1, count(*) FILTER (a = 2) AS n2, "
+                  "count(*) FILTER (a >= 3) AS n3plus")
 
 
-def adjusted_count(ngram: str, parts: tuple, model_order: int) -> tuple:
-    """(ngram, order, adjusted count, origin) from the merged parts of one key."""
-    raw, extensions = parts
-    order = order_of(ngram)
-    if order == 1 and ngram in (START, UNK):
-        return ngram, order, 0, RESERVED if raw is None else INPUT
-    if order == model_order or starts_sentence(ngram):
-        return ngram, order, raw or 0, INPUT if raw is not None else RESERVED
-    if raw is None:
-        return ngram, order, extensions, SUFFIX if extensions else RESERVED
-    if extensions == 0:
-        return ngram, order, 1, FLOOR
-    return ngram, order, extensions, INPUT
+def scatter_part(work: Work, order: int, path: str) -> list:
+    """An input part file's (ngram, match_count) rows of ORDER -> its "input" and "extensions" buckets."""
+    con = work.connect()
+    source = f"read_parquet('{path}', hive_partitioning = false)"
+    written, _ = work.scatter(con, "input", order, f"SELECT ngram, match_count AS raw FROM {source}", "ngram")
+    if order > 1:
+        written += work.scatter(
+            con, "extensions", order - 1,
+            f"SELECT {suffix_of('ngram')} AS ngram, count(*) AS extensions FROM {source} GROUP BY 1", "ngram")[0]
+    con.close()
+    return written
 
 
-class AdjustCounts(beam.PTransform):
-    """(ngram, raw count) of orders 1..N -> (ngram, order, adjusted count, origin) for every n-gram of the model."""
+def adjusted_sql(order: int, model_order: int) -> str:
+    """(a, origin index) of a joined row (raw: NULL when not in the input; extensions)."""
+    listed = f"CASE WHEN raw IS NULL THEN {ORIGINS.index(RESERVED)} ELSE {ORIGINS.index(INPUT)} END"
+    cases = [(f"ngram IN ({text(START)}, {text(UNK)})", "0", listed)] if order == 1 else []
+    raw_only = starts_sentence("ngram") if order < model_order else "true"
+    cases += [
+        (raw_only, "coalesce(raw, 0)", listed),
+        ("raw IS NULL", "extensions",
+         f"CASE WHEN extensions > 0 THEN {ORIGINS.index(SUFFIX)} ELSE {ORIGINS.index(RESERVED)} END"),
+        ("extensions = 0", "1", str(ORIGINS.index(FLOOR))),
+        ("true", "extensions", str(ORIGINS.index(INPUT))),
+    ]
+    count = "CASE " + " ".join(f"WHEN {when} THEN {then}" for when, then, _ in cases) + " END"
+    origin = "CASE " + " ".join(f"WHEN {when} THEN {then}" for when, _, then in cases) + " END"
+    return f"{count} AS a, {origin} AS origin"
 
-    def __init__(self, model_order: int):
-        super().__init__()
-        self.model_order = model_order
 
-    def expand(self, counts):
-        model_order = self.model_order
-        reserved = (
-            counts.pipeline
-            | "Reserved unigrams" >> beam.Create([(token, (None, 0)) for token in RESERVED_TOKENS])
-        )
-        return (
-            (counts | "N-gram and suffix parts" >> beam.FlatMapTuple(count_parts),
-             reserved)
-            | "All parts" >> beam.Flatten()
-            | "Merge parts per n-gram" >> beam.CombinePerKey(SumOf(merge_parts, (None, 0)))
-            | "Adjusted count" >> beam.MapTuple(lambda ngram, parts: adjusted_count(ngram, parts, model_order))
-        )
+def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order: int) -> tuple[list, list]:
+    """One bucket of order ORDER -> ("adjusted" files written, the bucket's summary of the order)."""
+    con = work.connect()
+    rows = scan(index.files("input", order, bucket), RAW)
+    if order == 1:
+        # The reserved unigrams are always in the model, with no raw count unless the input has them.
+        reserved = " UNION ALL ".join(f"SELECT {text(t)}, NULL::BIGINT" for t in RESERVED_TOKENS)
+        rows = f"({rows} UNION ALL SELECT * FROM ({reserved}) r(ngram, raw) WHERE {work.bucket_of('ngram')} = {bucket})"
+    con.execute(f"""
+        CREATE TEMP TABLE adjusted AS
+        WITH raw AS (SELECT ngram, sum(raw) AS raw FROM {rows} GROUP BY ngram),
+             extensions AS (SELECT ngram, sum(extensions) AS extensions
+                            FROM {scan(index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
+             joined AS (SELECT coalesce(r.ngram, e.ngram) AS ngram, r.raw, coalesce(e.extensions, 0) AS extensions
+                        FROM raw r FULL JOIN extensions e ON r.ngram = e.ngram)
+        SELECT ngram, {adjusted_sql(order, model_order)} FROM joined""")
+    key = "ngram" if order == 1 else context_of("ngram")
+    written, _ = work.scatter(con, "adjusted", order, "SELECT ngram, a FROM adjusted", key)
+    counts = ", ".join([f"count(*) FILTER (a = {k})" for k in (1, 2, 3, 4)]
+                       + [f"count(*) FILTER (origin = {i})" for i in range(len(ORIGINS))])
+    summary = con.execute(f"SELECT count(*), {counts} FROM adjusted").fetchall()[0]
+    if order == 1:  # the unigram context '', whose successors are every unigram: summed over the buckets
+        summary += con.execute(f"SELECT {SUCCESSOR_SUMS} FROM adjusted").fetchall()[0]
+    con.close()
+    return written, [int(v) for v in summary]

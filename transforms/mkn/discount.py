@@ -11,9 +11,8 @@ order has t1 = t2 = t3 = 0 and always takes this path.
 
 from dataclasses import astuple, dataclass
 
-import apache_beam as beam
-
 from ngramflow.transforms.mkn.adjust import FLOOR, ORIGINS, SUFFIX
+from ngramflow.transforms.mkn.tables import double
 
 #: KenLM's fallback discounts D1, D2, D3+.
 KENLM_FALLBACK = (0.5, 1.0, 1.5)
@@ -40,11 +39,12 @@ class Discounts:
     d2: float
     d3plus: float
 
-    def of(self, count: int) -> float:
-        """The amount taken off an adjusted count (nothing off a zero count)."""
-        if count <= 0:
-            return 0.0
-        return (self.d1, self.d2, self.d3plus)[min(count, 3) - 1]
+
+def backoff_mass(total: str, n1: str, n2: str, n3plus: str, discounts: Discounts) -> str:
+    """gamma(h) as SQL over a context's sums; a context whose successors all count 0 observed nothing,
+    so all its mass goes to the lower order."""
+    freed = f"{double(discounts.d1)} * {n1} + {double(discounts.d2)} * {n2} + {double(discounts.d3plus)} * {n3plus}"
+    return f"CASE WHEN {total} = 0 THEN 1.0::DOUBLE ELSE ({freed}) / {total}::DOUBLE END"
 
 
 def estimate(order: int, t: tuple) -> tuple[Discounts | None, str | None]:
@@ -63,7 +63,7 @@ def estimate(order: int, t: tuple) -> tuple[Discounts | None, str | None]:
 def discount_record(order: int, summary: list, fallback: tuple | None, highest: bool) -> dict:
     """One order's statistics and discounts, as the manifest records them.
 
-    ``summary`` is an OrderSummary accumulator. With ``fallback`` None an order
+    ``summary`` is the order's summary (SUMMARY_FIELDS numbers; more are ignored). With ``fallback`` None an order
     that cannot be estimated raises DiscountError, which says what to do.
     """
     t = tuple(summary[1:5])
@@ -90,51 +90,18 @@ def discounts_of(record: dict) -> Discounts:
     return Discounts(*record["discounts"])
 
 
-class OrderSummaryFn(beam.CombineFn):
-    """(adjusted count, origin) of one order -> [n-grams, t1, t2, t3, t4, one count per origin]."""
+#: An order's summary (adjust.adjust_bucket): n-grams, t1..t4, one count per origin.
+SUMMARY_FIELDS = 5 + len(ORIGINS)
 
-    def create_accumulator(self):
-        return [0] * (5 + len(ORIGINS))
 
-    def add_input(self, acc, count_origin):
-        count, origin = count_origin
-        acc[0] += 1
-        if 1 <= count <= 4:
-            acc[count] += 1
-        acc[5 + ORIGINS.index(origin)] += 1
-        return acc
-
-    def merge_accumulators(self, accs):
-        return [sum(column) for column in zip(*accs)]
-
-    def extract_output(self, acc):
-        return acc
+def add_summaries(summaries) -> list:
+    """The summary of an order from those of its buckets (field by field)."""
+    return [sum(column) for column in zip(*summaries)]
 
 
 def discount_table(summaries, model_order: int, fallback: tuple | None) -> dict:
     """{order: discount record} for every order 1..N, from (order, summary) pairs of the orders seen."""
     by_order = dict(summaries)
-    empty = OrderSummaryFn().create_accumulator()
+    empty = [0] * SUMMARY_FIELDS
     return {order: discount_record(order, by_order.get(order, empty), fallback, order == model_order)
             for order in range(1, model_order + 1)}
-
-
-class EstimateDiscounts(beam.PTransform):
-    """Adjusted rows -> one dict {order: discount record}, for use as a singleton side input.
-
-    Only a few numbers per order travel to the one worker that builds the table.
-    """
-
-    def __init__(self, model_order: int, fallback: tuple | None):
-        super().__init__()
-        self.model_order, self.fallback = model_order, fallback
-
-    def expand(self, adjusted):
-        return (
-            adjusted
-            | "Count and origin by order" >> beam.MapTuple(
-                lambda _ngram, order, count, origin: (order, (count, origin)))
-            | "Summarize each order" >> beam.CombinePerKey(OrderSummaryFn())
-            | "All order summaries" >> beam.combiners.ToList()
-            | "Discounts of every order" >> beam.Map(discount_table, self.model_order, self.fallback)
-        )

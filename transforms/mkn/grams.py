@@ -1,31 +1,25 @@
-"""N-gram strings as the dataset stores them: tokens joined by single spaces."""
+"""N-gram strings as the dataset stores them (tokens joined by single spaces), as SQL expressions
+over a column: the keys the stage's passes join on."""
 
-from ngramflow.schemas import END, START, UNK, order_of  # noqa: F401 (order_of: with the other n-gram helpers)
-
-#: Tokens that end an n-gram which never gets a backoff (KenLM: nothing follows </s>, <unk> is unseen).
-NO_BACKOFF_LAST = (END, UNK)
+from ngramflow.schemas import END, START, UNK
+from ngramflow.transforms.mkn.tables import text
 
 
-def context_of(ngram: str) -> str:
+def context_of(column: str) -> str:
     """All tokens but the last: the history the last token is predicted from ('' for a unigram)."""
-    cut = ngram.rfind(" ")
-    return ngram[:cut] if cut >= 0 else ""
+    return f"CASE WHEN strpos({column}, ' ') = 0 THEN '' ELSE regexp_replace({column}, ' [^ ]*$', '') END"
 
 
-def suffix_of(ngram: str) -> str:
+def suffix_of(column: str) -> str:
     """All tokens but the first: the lower-order n-gram the model backs off to ('' for a unigram)."""
-    cut = ngram.find(" ")
-    return ngram[cut + 1:] if cut >= 0 else ""
+    return f"CASE WHEN strpos({column}, ' ') = 0 THEN '' ELSE substr({column}, strpos({column}, ' ') + 1) END"
 
 
-def last_token(ngram: str) -> str:
-    return ngram.rsplit(" ", 1)[-1]
+def starts_sentence(column: str) -> str:
+    return f"({column} = {text(START)} OR starts_with({column}, {text(START + ' ')}))"
 
 
-def starts_sentence(ngram: str) -> bool:
-    return ngram == START or ngram.startswith(START + " ")
-
-
-def can_back_off(ngram: str) -> bool:
-    return last_token(ngram) not in NO_BACKOFF_LAST
-
+def can_back_off(column: str) -> str:
+    """Whether the n-gram ever gets a backoff: KenLM gives none after </s> (nothing follows it) or <unk> (unseen)."""
+    return " AND ".join(f"NOT ({column} = {text(token)} OR ends_with({column}, {text(' ' + token)}))"
+                        for token in (END, UNK))

@@ -1,4 +1,4 @@
-"""Interpolated Modified Kneser-Ney probabilities and backoffs, order by order.
+"""Interpolated Modified Kneser-Ney probabilities, order by order.
 
 For an n-gram hw with adjusted count a, and context h with sum S and backoff
 mass gamma(h) (context.py):
@@ -9,153 +9,86 @@ mass gamma(h) (context.py):
 The unigram level interpolates with the uniform distribution 1/|V|, |V|
 counting <unk> but not <s>. KenLM's special cases: <s> is never predicted and
 gets probability 1 (log10 0), so scoring it is harmless; <unk> has count 0, so
-it gets only interpolated mass; an n-gram ending in </s> or <unk> never has a
-backoff; the backoff of a context is gamma(h), that of any other n-gram 1.
+it gets only interpolated mass.
 
-Each order n >= 2 takes two joins: by context, to attach the context's
-statistics to every successor (and, on the way, to emit the context's own
-row with its backoff), and by suffix, to attach p(w | h'). A context or suffix
-missing from the input (only possible when the input is not closed under
-prefixes) leaves its n-grams out of the model; they are counted as orphans.
+    unigram_bucket      one bucket of "adjusted" unigrams -> their "probabilities" (ngram, a, p), in
+                        the same bucket (the unigram context's sums are global, a few numbers)
+    interpolate_bucket  one bucket of order n's "weighted" rows (bucketed by suffix) and of order n-1's
+                        "probabilities" -> order n's "probabilities" in the bucket of each n-gram, or
+                        at the highest order its model rows. An n-gram whose suffix is missing from
+                        the model is left out and counted (orphans).
 """
 
-import math
-
-import apache_beam as beam
-
-from ngramflow.schemas import START
-from ngramflow.transforms.mkn.context import backoff_mass
-from ngramflow.transforms.mkn.discount import Discounts, discounts_of
-from ngramflow.transforms.mkn.grams import can_back_off, context_of, suffix_of
+from ngramflow.schemas import START, layout
+from ngramflow.transforms.mkn.adjust import ADJUSTED
+from ngramflow.transforms.mkn.discount import Discounts, backoff_mass
+from ngramflow.transforms.mkn.grams import suffix_of
+from ngramflow.transforms.mkn.tables import Index, Work, double, scan, text, write_rows
 
 #: The log10 written for a probability or backoff of exactly 0 (ARPA's conventional "minus infinity").
 LOG10_ZERO = -99.0
 
-
-def initial_probability(count: int, stats: tuple, discounts: Discounts) -> float:
-    total = stats[0]
-    return (count - discounts.of(count)) / total if total else 0.0
-
-
-def unigram_probability(token: str, count: int, stats: tuple, discounts: Discounts, vocab_size: int) -> float:
-    if token == START:
-        return 1.0
-    return initial_probability(count, stats, discounts) + backoff_mass(stats, discounts) / vocab_size
+PROBABILITIES = "probabilities"
+PROBABILITY = {"ngram": "VARCHAR", "a": "BIGINT", "p": "DOUBLE"}
+WEIGHTED = {"ngram": "VARCHAR", "a": "BIGINT", "u": "DOUBLE", "gamma": "DOUBLE"}
 
 
-def log10(value: float) -> float:
-    return math.log10(value) if value > 0 else LOG10_ZERO
+def log10_or_zero(value: str) -> str:
+    return f"CASE WHEN {value} > 0 THEN log10({value}) ELSE {double(LOG10_ZERO)} END"
 
 
-def log10_prob(prob: float) -> float:
+def log10_prob(prob: str) -> str:
     """KenLM clamps at 0: a sum of floats can exceed 1 by a rounding error."""
-    return min(0.0, log10(prob))
+    return f"least(0.0::DOUBLE, {log10_or_zero(prob)})"
 
 
-def log10_backoff(ngram: str, stats: tuple | None, discounts: Discounts | None) -> float:
-    if stats is None or not can_back_off(ngram):
-        return 0.0
-    return log10(backoff_mass(stats, discounts))
+def discounted(count: str, total: str, discounts: Discounts) -> str:
+    """u = (a - D(a)) / S as SQL (nothing is taken off a zero count; no mass at all under a zero sum)."""
+    amount = (f"CASE WHEN {count} <= 0 THEN 0.0::DOUBLE WHEN {count} = 1 THEN {double(discounts.d1)} "
+              f"WHEN {count} = 2 THEN {double(discounts.d2)} ELSE {double(discounts.d3plus)} END")
+    return f"CASE WHEN {total} = 0 THEN 0.0::DOUBLE ELSE ({count} - {amount}) / {total}::DOUBLE END"
 
 
-def model_row(ngram: str, order: int, count: int, prob: float, backoff: float | None) -> tuple:
-    """A row of schemas.MKN_NGRAMS, as a tuple (cheaper to shuffle); ``backoff`` is None at the highest order."""
-    return ngram, order, count, log10_prob(prob), backoff
+def highest_order_rows(query: str, order: int) -> str:
+    """Model rows of the highest order (no backoff) from QUERY's (ngram, a, p)."""
+    return (f"SELECT ngram, {order}::TINYINT AS \"order\", a AS adjusted_count, {log10_prob('p')} AS log10_prob, "
+            f"NULL::DOUBLE AS log10_backoff FROM ({query})")
 
 
-ORPHANS, ROWS = "orphans", "rows"
+def _probabilities_out(con, work: Work, query: str, order: int, bucket: int, model_order: int,
+                       out_root: str) -> tuple[list, int]:
+    """Order ORDER's (ngram, a, p) rows: the next order's input, or the model rows of the highest order;
+    returns the files of the next order's input and the rows."""
+    if order < model_order:
+        return work.scatter(con, PROBABILITIES, order, query, "ngram")
+    return [], write_rows(con, highest_order_rows(query, order), out_root,
+                          layout.part(layout.by_order(layout.MKN_NGRAMS, order), bucket))
 
 
-class UnigramProbabilities(beam.PTransform):
-    """Unigram adjusted rows -> (unigram, (count, p)), interpolated with the uniform distribution."""
-
-    def __init__(self, unigram_stats, discount_table):
-        super().__init__()
-        self.unigram_stats, self.discount_table = unigram_stats, discount_table
-
-    def expand(self, unigrams):
-        def probability(row, stats, table):
-            ngram, _order, count, _origin = row
-            vocab_size = table[1]["ngrams"] - 1
-            return ngram, (count, unigram_probability(ngram, count, stats, discounts_of(table[1]), vocab_size))
-
-        return unigrams | "Unigram probability" >> beam.Map(
-            probability,
-            stats=beam.pvalue.AsSingleton(self.unigram_stats | "Unigram context" >> beam.Values()),
-            table=self.discount_table)
+def unigram_bucket(work: Work, index: Index, bucket: int, discounts: Discounts, stats: list[int],
+                   vocab_size: int, model_order: int, out_root: str) -> list:
+    """One bucket of unigrams -> their probabilities, interpolated with the uniform 1/|V|."""
+    con = work.connect()
+    total, n1, n2, n3plus = (f"{v}::HUGEINT" for v in stats)
+    uniform = f"({backoff_mass(total, n1, n2, n3plus, discounts)}) / {vocab_size}::DOUBLE"
+    query = f"""SELECT ngram, a, CASE WHEN ngram = {text(START)} THEN 1.0::DOUBLE
+                                      ELSE {discounted('a', total, discounts)} + {uniform} END AS p
+                FROM {scan(index.files('adjusted', 1, bucket), ADJUSTED)}"""
+    written, _ = _probabilities_out(con, work, query, 1, bucket, model_order, out_root)
+    con.close()
+    return written
 
 
-class JoinContext(beam.DoFn):
-    """Per context h of order n: h's own model row (with its backoff) and, per successor, its initial probability."""
-
-    def __init__(self, order: int):
-        super().__init__()
-        self.order = order
-
-    def process(self, element, table):
-        context, grouped = element
-        stats = next(iter(grouped["stats"]), None)
-        own = next(iter(grouped["context"]), None)
-        discounts = discounts_of(table[self.order])
-        if own is not None:
-            count, prob = own
-            yield beam.pvalue.TaggedOutput(
-                ROWS, model_row(context, self.order - 1, count, prob, log10_backoff(context, stats, discounts)))
-        if stats is None:
-            return
-        if own is None:
-            yield beam.pvalue.TaggedOutput(ORPHANS, (self.order, sum(1 for _ in grouped["successors"])))
-            return
-        gamma = backoff_mass(stats, discounts)
-        for ngram, count in grouped["successors"]:
-            yield suffix_of(ngram), (ngram, count, initial_probability(count, stats, discounts), gamma)
-
-
-class JoinSuffix(beam.DoFn):
-    """Per suffix h'w of order n-1: p(w | h) = u(w | h) + gamma(h) p(w | h') for every n-gram ending in it."""
-
-    def __init__(self, order: int):
-        super().__init__()
-        self.order = order
-
-    def process(self, element):
-        _suffix, grouped = element
-        lower = next(iter(grouped["lower"]), None)
-        if lower is None:
-            yield beam.pvalue.TaggedOutput(ORPHANS, (self.order, sum(1 for _ in grouped["grams"])))
-            return
-        lower_prob = lower[1]
-        for ngram, count, initial, gamma in grouped["grams"]:
-            yield ngram, (count, initial + gamma * lower_prob)
-
-
-class InterpolateOrder(beam.PTransform):
-    """Probabilities of order n-1 and adjusted rows of order n -> probabilities of order n.
-
-    Returns (probabilities of order n, model rows of order n-1, orphan counts).
-    """
-
-    def __init__(self, order: int, context_stats, discount_table):
-        super().__init__()
-        self.order, self.context_stats, self.discount_table = order, context_stats, discount_table
-
-    def expand(self, lower_and_adjusted):
-        lower, adjusted = lower_and_adjusted
-        by_context = (
-            {
-                "stats": self.context_stats,
-                "context": lower,
-                "successors": adjusted | "Successor by context" >> beam.MapTuple(
-                    lambda ngram, _order, count, _origin: (context_of(ngram), (ngram, count))),
-            }
-            | "Join by context" >> beam.CoGroupByKey()
-            | "Initial probabilities" >> beam.ParDo(JoinContext(self.order), table=self.discount_table)
-            .with_outputs(ROWS, ORPHANS, main="grams")
-        )
-        by_suffix = (
-            {"lower": lower, "grams": by_context.grams}
-            | "Join by suffix" >> beam.CoGroupByKey()
-            | "Interpolate" >> beam.ParDo(JoinSuffix(self.order)).with_outputs(ORPHANS, main="probs")
-        )
-        orphans = (by_context[ORPHANS], by_suffix[ORPHANS]) | "Orphans" >> beam.Flatten()
-        return by_suffix.probs, by_context[ROWS], orphans
+def interpolate_bucket(work: Work, index: Index, order: int, bucket: int, model_order: int,
+                       out_root: str) -> tuple[list, int]:
+    """One suffix bucket of order ORDER -> (files written, orphans)."""
+    con = work.connect()
+    con.execute(f"CREATE TEMP TABLE weighted AS SELECT *, {suffix_of('ngram')} AS suffix "
+                f"FROM {scan(index.files('weighted', order, bucket), WEIGHTED)}")
+    con.execute(f"CREATE TEMP TABLE lower AS SELECT ngram, p FROM "
+                f"{scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)}")
+    weighted = con.execute("SELECT count(*) FROM weighted").fetchall()[0][0]
+    query = "SELECT w.ngram, w.a, w.u + w.gamma * l.p AS p FROM weighted w JOIN lower l ON w.suffix = l.ngram"
+    written, rows = _probabilities_out(con, work, query, order, bucket, model_order, out_root)
+    con.close()
+    return written, weighted - rows

@@ -1,56 +1,186 @@
-"""The whole MKN stage: n-gram rows of orders 1..N in, model rows per order out."""
+"""The whole MKN stage: a few passes over bucketed tables on disk (tables.py), wired as one Beam
+pipeline that runs the same on the embedded runner and on Flink.
+
+    part files of orders 1..N                          (the import's n-gram files)
+      | Scatter each part file      one task per file  -> input, extensions        adjust.py
+      | Adjust counts               (order, bucket)    -> adjusted, summaries      adjust.py
+      | Estimate discounts          summaries          -> discounts, the unigram context (a few numbers)
+      | Unigram probabilities       (bucket)           -> probabilities of order 1  probability.py
+      | for n = 2..N:
+      |   Order-n contexts          (bucket)           -> mkn/contexts/order=n, mkn/ngrams/order=n-1,
+      |                                                   weighted                 context.py
+      |   Order-n probabilities     (bucket)           -> probabilities of order n (mkn/ngrams/order=N
+      |                                                   at the highest order)    probability.py
+
+Each pass starts when the one before has written all its files: its tasks are made from the
+gathered references (tables.Written) of the tables they read. Only references, task
+descriptions and per-order numbers cross Beam's stages; no n-gram does.
+"""
+
+from typing import NamedTuple
 
 import apache_beam as beam
 
-from ngramflow.transforms.mkn.adjust import AdjustCounts
-from ngramflow.transforms.mkn.context import ContextStats, context_row
-from ngramflow.transforms.mkn.discount import EstimateDiscounts
-from ngramflow.transforms.mkn.probability import InterpolateOrder, UnigramProbabilities, model_row
+from ngramflow import schemas
+from ngramflow.schemas import layout
+from ngramflow.transforms.mkn.adjust import adjust_bucket, scatter_part
+from ngramflow.transforms.mkn.context import context_bucket, unigram_context_table
+from ngramflow.transforms.mkn.discount import SUMMARY_FIELDS, add_summaries, discount_table, discounts_of
+from ngramflow.transforms.mkn.probability import PROBABILITIES, interpolate_bucket, unigram_bucket
+from ngramflow.transforms.mkn.tables import Index, Work
+from ngramflow.transforms.sinks import write_named_table
+from ngramflow.transforms.spill import gathered_to_one
+
+SUMMARIES, ORPHANS = "summaries", "orphans"
+
+
+class Task(NamedTuple):
+    """One bucket of one order of a pass, and the files of the tables it reads."""
+
+    order: int
+    bucket: int
+    index: Index
+
+
+def tasks(written: list, work: Work, orders, reads: list[tuple[str, int]]) -> list[Task]:
+    """A task per (order, bucket) for ORDERS, each with the files of READS ((table, order offset))."""
+    index = Index.of(written)
+    return [Task(order, bucket, Index({(table, order + offset, bucket): index.files(table, order + offset, bucket)
+                                       for table, offset in reads}))
+            for order in orders for bucket in range(work.buckets)]
+
+
+class Estimates(NamedTuple):
+    """What the adjust pass's summaries decide for the whole model: the discount record of each order
+    (discount.discount_record) and the unigram context's sums (total, N1, N2, N3+)."""
+
+    discounts: dict
+    unigram_context: list
+
+
+def estimates(summaries: list, model_order: int, fallback: tuple | None) -> Estimates:
+    by_order = dict(summaries)
+    unigram = by_order.get(1, [0] * (SUMMARY_FIELDS + 4))[SUMMARY_FIELDS:]
+    return Estimates(discount_table(summaries, model_order, fallback), unigram)
+
+
+class Scatter(beam.DoFn):
+    def __init__(self, work: Work):
+        self.work = work
+
+    def process(self, part):
+        order, path = part
+        yield from scatter_part(self.work, order, path)
+
+
+class Adjust(beam.DoFn):
+    def __init__(self, work: Work, model_order: int):
+        self.work, self.model_order = work, model_order
+
+    def process(self, task: Task):
+        written, summary = adjust_bucket(self.work, task.index, task.order, task.bucket, self.model_order)
+        yield from written
+        yield beam.pvalue.TaggedOutput(SUMMARIES, (task.order, summary))
+
+
+class Unigrams(beam.DoFn):
+    def __init__(self, work: Work, model_order: int, root: str):
+        self.work, self.model_order, self.root = work, model_order, root
+
+    def process(self, task: Task, model: Estimates):
+        first = model.discounts[1]
+        yield from unigram_bucket(self.work, task.index, task.bucket, discounts_of(first), model.unigram_context,
+                                  first["ngrams"] - 1, self.model_order, self.root)
+
+
+class Contexts(beam.DoFn):
+    def __init__(self, work: Work, root: str):
+        self.work, self.root = work, root
+
+    def process(self, task: Task, model: Estimates):
+        written, orphans = context_bucket(self.work, task.index, task.order, task.bucket,
+                                          discounts_of(model.discounts[task.order]), self.root)
+        yield from written
+        yield beam.pvalue.TaggedOutput(ORPHANS, (task.order, orphans))
+
+
+class Interpolate(beam.DoFn):
+    def __init__(self, work: Work, model_order: int, root: str):
+        self.work, self.model_order, self.root = work, model_order, root
+
+    def process(self, task: Task):
+        written, orphans = interpolate_bucket(self.work, task.index, task.order, task.bucket, self.model_order,
+                                              self.root)
+        yield from written
+        yield beam.pvalue.TaggedOutput(ORPHANS, (task.order, orphans))
 
 
 class EstimateMkn(beam.PTransform):
-    """(ngram, match count) pairs of orders 1..N -> an order-N model.
+    """(order, path) of the input part files of orders 1..N -> the model's files under ``root``
+    (mkn/ngrams, mkn/contexts). Returns a dict: "discounts", one record per order (see
+    discount.discount_record); "orphans", (order, n-grams left out) pairs."""
 
-    Returns a dict: "ngrams" and "contexts", lists of PCollections of
-    schemas.MKN_NGRAMS / MKN_CONTEXTS rows (tuples in column order) indexed by order - 1; "discounts",
-    one record per order (see discount.discount_record); "orphans", (order,
-    n-grams left out) pairs.
-    """
-
-    def __init__(self, model_order: int, fallback: tuple | None):
+    def __init__(self, work: Work, model_order: int, fallback: tuple | None, root: str):
         super().__init__()
-        self.model_order, self.fallback = model_order, fallback
+        self.work, self.model_order, self.fallback, self.root = work, model_order, fallback, root
 
-    def expand(self, counts):
-        top = self.model_order
-        adjusted = counts | "Adjust counts" >> AdjustCounts(top)
-        table = adjusted | "Estimate discounts" >> EstimateDiscounts(top, self.fallback)
-        table_side = beam.pvalue.AsSingleton(table)
-        by_order = adjusted | "Split by order" >> beam.Partition(lambda row, _n: row[1] - 1, top)
-        stats = [grams | f"Order-{order} context statistics" >> ContextStats()
-                 for order, grams in enumerate(by_order, 1)]
-
-        probs = by_order[0] | "Order-1 probabilities" >> UnigramProbabilities(stats[0], table_side)
-        model_rows, orphans = [], []
+    def expand(self, parts):
+        top, work, root = self.model_order, self.work, self.root
+        scattered = (parts | "Spread the part files" >> beam.Reshuffle()
+                     | "Scatter each part file" >> beam.ParDo(Scatter(work)))
+        adjusted = (
+            gathered_to_one(scattered, "scattered files")
+            | "Adjust: tasks" >> beam.FlatMap(
+                lambda files: tasks(files, work, range(1, top + 1), [("input", 0), ("extensions", 0)]))
+            | "Adjust: spread" >> beam.Reshuffle()
+            | "Adjust counts" >> beam.ParDo(Adjust(work, top)).with_outputs(SUMMARIES, main="written")
+        )
+        fallback = self.fallback
+        model = (
+            gathered_to_one(adjusted[SUMMARIES] | "Sum each order" >> beam.CombinePerKey(add_summaries), "summaries")
+            | "Estimate discounts" >> beam.Map(estimates, top, fallback)
+        )
+        model_side = beam.pvalue.AsSingleton(model)
+        _ = model | "Write the unigram context" >> beam.Map(
+            lambda m: write_named_table(root, layout.part(layout.by_order(layout.MKN_CONTEXTS, 1), 0),
+                                        unigram_context_table(m.unigram_context), schemas.MKN_CONTEXTS))
+        adjusted_files = gathered_to_one(adjusted.written, "adjusted files")
+        lower = (
+            adjusted_files
+            | "Unigrams: tasks" >> beam.FlatMap(lambda files: tasks(files, work, [1], [("adjusted", 0)]))
+            | "Unigrams: spread" >> beam.Reshuffle()
+            | "Unigram probabilities" >> beam.ParDo(Unigrams(work, top, root), model_side)
+        )
+        orphans = []
+        adjusted_side = beam.pvalue.AsSingleton(adjusted_files)
         for order in range(2, top + 1):
-            probs, lower_rows, lost = (
-                (probs, by_order[order - 1])
-                | f"Order-{order} probabilities" >> InterpolateOrder(order, stats[order - 1], table_side))
-            model_rows.append(lower_rows)
-            orphans.append(lost)
-        model_rows.append(probs | f"Order-{top} rows" >> beam.MapTuple(
-            lambda ngram, count_prob: model_row(ngram, top, count_prob[0], count_prob[1], None)))
-
-        contexts = [
-            order_stats | f"Order-{order} context rows" >> beam.MapTuple(
-                lambda context, stats, order=order: context_row(context, stats, order))
-            for order, order_stats in enumerate(stats, 1)
-        ]
+            contexts = (
+                gathered_to_one(lower, f"order-{order - 1} probabilities")
+                | f"Order-{order} contexts: tasks" >> beam.FlatMap(
+                    lambda files, adjusted, order=order: tasks(files + adjusted, work, [order],
+                                                              [("adjusted", 0), (PROBABILITIES, -1)]),
+                    adjusted_side)
+                | f"Order-{order} contexts: spread" >> beam.Reshuffle()
+                | f"Order-{order} contexts" >> beam.ParDo(Contexts(work, root), model_side).with_outputs(
+                    ORPHANS, main="written")
+            )
+            lower_files = beam.pvalue.AsSingleton(gathered_to_one(lower, f"order-{order - 1} probability files"))
+            lower = (
+                gathered_to_one(contexts.written, f"order-{order} weighted")
+                | f"Order-{order} probabilities: tasks" >> beam.FlatMap(
+                    lambda files, known, order=order: tasks(files + known, work, [order],
+                                                           [("weighted", 0), (PROBABILITIES, -1)]),
+                    lower_files)
+                | f"Order-{order} probabilities: spread" >> beam.Reshuffle()
+                | f"Order-{order} probabilities" >> beam.ParDo(Interpolate(work, top, root)).with_outputs(
+                    ORPHANS, main="written")
+            )
+            orphans += [contexts[ORPHANS], lower[ORPHANS]]
+            lower = lower.written
+        records = model | "Discount records" >> beam.FlatMap(lambda m: [m.discounts[o] for o in sorted(m.discounts)])
         return {
-            "ngrams": model_rows,
-            "contexts": contexts,
-            "discounts": table | "Discount records" >> beam.FlatMap(lambda t: [t[o] for o in sorted(t)]),
+            "discounts": records,
             "orphans": (
-                orphans or [counts.pipeline | "No orphans" >> beam.Create([])]
+                orphans or [parts.pipeline | "No orphans" >> beam.Create([])]
             ) | "All orphans" >> beam.Flatten() | "Orphans per order" >> beam.CombinePerKey(sum),
         }
