@@ -36,24 +36,16 @@ EXPANSION = 6
 
 # Totalling n-grams.
 
-#: Compressed input bytes per shard of the aggregation: a shard's distinct n-grams must fit in one
-#: worker's memory when they are merged, and a shard's partial table must fit one record of
-#: Flink's batch sort buffer (32 MiB shards failed there with "Record too large" on a 108 MB corpus).
-BYTES_PER_SHARD = 8 << 20
-#: At least two shards, so that two workers share even a small input; at most 4096, a bound on the
-#: files per order folder (one per shard).
-MIN_SHARDS, MAX_SHARDS = 2, 4096
-
-
-def shard_count(input_bytes: int) -> int:
-    return max(MIN_SHARDS, min(MAX_SHARDS, input_bytes // BYTES_PER_SHARD + 1))
+#: At least two keys, so that two workers share even a small input.
+MIN_SHARDS = 2
 
 
 # Keys of the aggregation in Flink's keyed state (checkpointed mode; the merge of TotalNgrams).
 
-#: The most bytes one key's group, accumulator or keyed-state value may reach on Flink (issue 14): the
-#: batch runner's GroupByKey holds a key's group as one Java List (Beam issue #18848), checkpointed mode
-#: as one RocksDB value (JNI: under 2 GB), and the Python worker merges it in memory.
+#: The most bytes one key's group, accumulator or keyed-state value may reach (issue 14): checkpointed
+#: mode holds a key's values as one RocksDB value (JNI: under 2 GB), and the Python worker merges them
+#: in memory. (Batch mode once grouped them the same way, as one Java List per key, Beam issue #18848,
+#: which its sort buffer refused beyond ~70 MB; it now totals through run files, transforms/spill.py.)
 KEY_BUDGET = 64 << 20
 #: The environment variable that sets another budget, in bytes (tests force many keys with a tiny one).
 KEY_BUDGET_VARIABLE = "NGRAMFLOW_KEY_BUDGET"
@@ -68,9 +60,8 @@ def key_budget() -> int:
 #: line per 2-gram and 17 gzip bytes per n-gram, 7.3 (9.7 with --keep-years); shape a, 2012 1-grams,
 #: 0.1 (2.6). 12 is a quarter above the most distinct-heavy input measured.
 TABLE_BYTES_PER_INPUT_BYTE = 12
-#: A key is planned for this share of the budget: its partial tables are single records of Flink
-#: batch's sort buffer, which refused one of ~70 MB under a 2 GiB TaskManager ("Record too large")
-#: and took ~20 MB ones; the rest is the margin for an unlucky hash or a denser input.
+#: A key is planned for this share of the budget; the rest is the margin for an unlucky hash or a
+#: denser input (measured keys held 7-10 MiB of the 16 planned).
 KEY_SHARE = 4
 
 
