@@ -66,12 +66,12 @@ KEY_SHARE = 4
 
 
 def merge_shards(input_bytes: int) -> int:
-    """Shards of the n-gram merge on Flink, one key each: as many as the input needs for every key's
+    """Shards of the n-gram merge in checkpointed mode, one key each: as many as the input needs for every key's
     table to stay within its share of the budget, with no cap (each is one part file per order)."""
     return max(MIN_SHARDS, -(-input_bytes * TABLE_BYTES_PER_INPUT_BYTE * KEY_SHARE // key_budget()))
 
 
-# Totalling through sorted run files on disk (transforms/spill.py, the embedded runner).
+# Totalling through sorted run files on disk (transforms/spill.py: the embedded runner, Flink batch).
 
 #: Bytes of run tables a worker buffers before it spills them as sorted run files, and the bytes of
 #: run-file batches a shard's merge holds at once. A worker's peak is a small multiple of it (the
