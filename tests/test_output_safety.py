@@ -294,9 +294,11 @@ def tiny_disk(tmp_path):
     """A 128 KiB file system (a tmpfs mount: needs root)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mount)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a 128 KiB tmpfs here (needs root and the right to mount): "
+                    f"{mounted.stderr.strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=True)
 

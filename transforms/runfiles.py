@@ -23,7 +23,9 @@ disk, and each merge reads files other workers wrote.
 """
 
 import bisect
+import functools
 import os
+import posixpath
 import uuid
 from dataclasses import dataclass
 
@@ -54,15 +56,23 @@ class RunFile:
         return (lo is None or self.last >= lo) and (hi is None or self.first < hi)
 
 
+@functools.lru_cache(maxsize=16)
+def _folder_system(folder: str) -> tuple[pyarrow.fs.FileSystem, str]:
+    """The file system of FOLDER (a local path, or a URI such as gs://bucket/dir) and the folder within it:
+    once per folder, since a remote file system's client costs a connection to make."""
+    if "://" in folder:
+        return pyarrow.fs.FileSystem.from_uri(folder)
+    return pyarrow.fs.LocalFileSystem(), os.path.abspath(folder)
+
+
 def file_system(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
-    """The file system of PATH (a local path, or a URI such as gs://bucket/dir) and the path within it."""
-    if "://" in path:
-        return pyarrow.fs.FileSystem.from_uri(path)
-    return pyarrow.fs.LocalFileSystem(), os.path.abspath(path)
+    """The file system of PATH (as _folder_system) and the path within it."""
+    fs, folder = _folder_system(posixpath.dirname(path))
+    return fs, f"{folder.rstrip('/')}/{posixpath.basename(path)}"
 
 
 def make_folder(folder: str) -> None:
-    fs, path = file_system(folder)
+    fs, path = _folder_system(folder.rstrip("/"))
     fs.create_dir(path, recursive=True)
 
 

@@ -100,6 +100,13 @@ def plan_for_shards(histograms, shards: int):
         yield shard, plan
 
 
+def split_joined(joined: dict):
+    """{"plan": [plan], "tokens": [tables]} of one token shard -> (part, tokens) of each table."""
+    (plan,) = joined["plan"]
+    for tokens in joined["tokens"]:
+        yield from split_by_part(tokens, plan)
+
+
 def split_by_part(tokens: pa.Table, plan: dict):
     """Tokens -> (part, the part's tokens with their range key and its first id)."""
     keys = range_keys(tokens)
@@ -169,9 +176,7 @@ class BuildVocabulary(beam.PTransform):
         ranked = (
             {"plan": plan, "tokens": corpus}
             | "Join tokens with the plan" >> beam.CoGroupByKey()
-            | "Split tokens by part" >> beam.FlatMapTuple(
-                lambda _shard, joined: (piece for tokens in joined["tokens"]
-                                        for piece in split_by_part(tokens, *joined["plan"])))
+            | "Split tokens by part" >> beam.FlatMapTuple(lambda _shard, joined: split_joined(joined))
             | "Group parts" >> beam.GroupByKey()
             | "Number each part" >> beam.MapTuple(lambda part, tables: (f"part-{part:05d}", number_part(tables)))
         )
