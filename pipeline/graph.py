@@ -8,6 +8,7 @@ from ngramflow import schemas
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
+from ngramflow.transforms.density import input_density
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
 from ngramflow.transforms.sizing import merge_shards, range_rows, spill_bytes, work_unit_bytes
@@ -32,7 +33,7 @@ class ImportNgrams(beam.PTransform):
     "vocabulary"), or on the spill path the n-gram and vocabulary files written as they come and the
     records of the part files' n-gram ranges ("ranges"); reject tables, and statistics."""
 
-    def __init__(self, settings: ReadSettings, min_count: int, shards: int, out: OutputDir, spill: bool):
+    def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir, spill: bool):
         super().__init__()
         self.settings, self.min_count, self.shards, self.out, self.spill = settings, min_count, shards, out, spill
 
@@ -63,18 +64,22 @@ def range_name(part: dict) -> str:
     return f"order-{part['order']}-{os.path.basename(part['file']).removesuffix('.parquet')}"
 
 
-def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None):
+def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None) -> dict:
     """Add the whole import, from the file list to every output file, to ``pipeline``; the MKN stage is
-    a pipeline of its own, after this one (pipeline/run.py)."""
+    a pipeline of its own, after this one (pipeline/run.py). Returns the plan of the merge in keyed
+    state, for the manifest (empty on the spill path, whose ranges follow the data it spilled)."""
     input_bytes = sum(size for _, size in files)
-    # The merge in keyed state (Flink, checkpointed) bounds each key's group: its shard count follows
-    # the input (sizing.py); the spill path's ranges follow the data it spilled.
-    shards = merge_shards(input_bytes)
     settings = opts.read_settings(progress_dir)
+    plan = {}
+    if not spills(opts):
+        # The merge in keyed state (Flink, checkpointed) bounds each key's group: its key count follows
+        # the input's size and its measured density (sizing.merge_shards, transforms/density.py).
+        density = input_density(files, settings)
+        plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
     results = (
         pipeline
         | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
-        | "Import n-grams" >> ImportNgrams(settings, opts.min_count, shards, out, spills(opts))
+        | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, spills(opts))
     )
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
@@ -84,12 +89,14 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
+    return plan
 
 
-def aggregation(opts: ImportOptions, out: OutputDir) -> dict:
-    """How the run totalled its n-grams, for the manifest and the summary (after the pipeline ran)."""
+def aggregation(opts: ImportOptions, out: OutputDir, plan: dict) -> dict:
+    """How the run totalled its n-grams, for the manifest and the summary (after the pipeline ran);
+    ``plan`` is what build_import returned."""
     if not spills(opts):
-        return {"method": "merge of run tables in keyed state, shuffled by shard"}
+        return {"method": "merge of run tables in keyed state, shuffled by shard", **plan}
     run_files = OutputDir(out.join(layout.SPILL)).files()
     return {"method": "sorted runs spilled to disk", "scratch": out.join(layout.SPILL),
             "run_files": len(run_files), "spilled_bytes": sum(run_files.values())}

@@ -81,7 +81,8 @@ def _runner(opts: ImportOptions, flink: tuple | None):
 
 
 def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
-    """Run the import; returns what the manifest records about the runner (None for the embedded one)."""
+    """Run the import; returns what the manifest records about the runner (None for the embedded one),
+    and the plan of its merge (graph.build_import)."""
     with (tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir,
           _runner(opts, flink) as (args, info)):
         reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
@@ -90,7 +91,7 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
         try:
             # Anything after ``--`` on the command line overrides the runner's arguments.
             pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
-            build_import(pipeline, opts, files, out, progress_dir)
+            plan = build_import(pipeline, opts, files, out, progress_dir)
             result = pipeline.run()
             result.wait_until_finish()
             if info:
@@ -100,7 +101,7 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
         finally:
             if reporter:
                 reporter.stop()
-    return info
+    return info, plan
 
 
 def _run_mkn_pipeline(opts: ImportOptions, out: OutputDir, args: list[str]) -> None:
@@ -191,8 +192,8 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     files, totalcounts_files = inputs.ngram_files, inputs.totalcounts
     out = target.build
     started = time.time()
-    runner_info = _run_resumable(opts, files, out, progress, flink)
-    totalled = aggregation(opts, out)  # before publishing deletes the run files
+    runner_info, plan = _run_resumable(opts, files, out, progress, flink)
+    totalled = aggregation(opts, out, plan)  # before publishing deletes the run files
     record = ImportRecord(
         inputs=merge_file_stats([s for unit in out.read_records(layout.FILE_STATS) for s in unit]),
         totalcounts_inputs=[p for p, _ in totalcounts_files],
@@ -229,6 +230,10 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
 
 def aggregation_line(totalled: dict) -> str:
     """Which way the run totalled its n-grams: the summary never leaves it to be guessed."""
+    if "keys" in totalled:
+        density = totalled["table_bytes_per_input_byte"]
+        measured = "not measured" if density is None else f"{density:.2f} table bytes per input byte"
+        return f"  aggregation: {totalled['method']} ({totalled['keys']:,} keys; {measured})"
     if "run_files" not in totalled:
         return f"  aggregation: {totalled['method']}"
     return (f"  aggregation: {totalled['method']} in {totalled['scratch']} "

@@ -22,15 +22,16 @@ from ngramflow.corpus import scale
 from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
 from ngramflow.schemas import layout
-from ngramflow.transforms.sizing import KEY_BUDGET_VARIABLE, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE, merge_shards
+from ngramflow.transforms.sizing import (KEY_BUDGET_VARIABLE, PART_TOKENS_VARIABLE, RANGE_ROWS_VARIABLE,
+                                        SPILL_BYTES_VARIABLE)
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Small enough that the test corpus's larger files are read in many slices.
 SLICE_SIZE = "64k"
 #: Key budgets small enough that the test corpora are merged under many keys, as corpora thousands of
-#: times larger are under the real one: ~120 keys for the distinct-heavy corpus, ~40 for the kill tests'
+#: times larger are under the real one: ~140 keys for the distinct-heavy corpus, ~40 for the kill tests'
 #: (fewer there: every slice's table is split over all keys, and those tests read 64 KiB slices).
-SMALL_KEY_BUDGET, KILL_TEST_KEY_BUDGET = 1 << 20, 4 << 20
+SMALL_KEY_BUDGET, KILL_TEST_KEY_BUDGET = 1 << 19, 1 << 20
 FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "status")
 
 
@@ -133,11 +134,10 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
     group within the budget however many keys the input needs. Both are exact, and `ngramflow query` finds
     n-grams in any of the part files."""
     monkeypatch.setenv(KEY_BUDGET_VARIABLE, str(SMALL_KEY_BUDGET))
+    monkeypatch.setenv(PART_TOKENS_VARIABLE, "400")  # a vocabulary of many parts, numbered by a sample sort
     monkeypatch.setenv(SPILL_BYTES_VARIABLE, str(4 << 20))
     monkeypatch.setenv(RANGE_ROWS_VARIABLE, "10000")
     files = gz_files(distinct_heavy)
-    keys = merge_shards(sum(os.path.getsize(f) for f in files))
-    assert keys >= 100
     reference = content(import_ok(distinct_heavy, tmp_path / "direct", "--pos", "keep"))
     for mode, options in (("batch", ()), ("checkpointed", ("--checkpoint-interval", "1", "--slice-size", "1m",
                                                             "--checkpoint-dir", tmp_path / "checkpoints"))):
@@ -147,13 +147,15 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
         ours = content(dataset)
         assert ours["vocabulary"] == reference["vocabulary"] and ours["orders"] == reference["orders"]
         manifest = json.load(open(os.path.join(dataset, "_manifest.json")))
+        assert len([f for f in manifest["files"] if f.startswith(layout.VOCABULARY + "/")]) > 10, "vocabulary parts"
         parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
         if mode == "batch":
             assert manifest["aggregation"]["run_files"] > 1
             assert len(parts) == len(manifest["ranges"]["2"]) >= 10, "one part file per n-gram range"
             detail = f"{len(parts)} n-gram ranges from {manifest['aggregation']['run_files']} run files"
         else:
-            assert len(parts) == keys, "one part file per key"
+            keys = manifest["aggregation"]["keys"]
+            assert keys >= 100 and len(parts) == keys, "one part file per key"
             largest = manifest["flink"]["largest_key_bytes"]
             assert 0 < largest["ngram input bytes"] <= SMALL_KEY_BUDGET
             detail = f"{keys} keys, largest values per key {largest}"

@@ -26,7 +26,7 @@ from ngramflow.transforms import columnar, runfiles, spill, vocabulary, vocabula
 from ngramflow.transforms.collapse import run_schema
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.query.dataset import Dataset
-from ngramflow.transforms.sizing import MERGE_FANIN, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE
+from ngramflow.transforms.sizing import MERGE_FANIN, PART_TOKENS_VARIABLE, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE
 
 TINY = 16 << 10
 SAMPLE_2012, SAMPLE_2020 = os.path.join(SAMPLE, "2012"), os.path.join(SAMPLE, "2020")
@@ -97,7 +97,7 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
     counts = rng.integers(1, 50, len(grams))  # many equal counts: their ids follow the tokens' bytes
     ngrams = pa.table({"ngram": grams, "order": order_of(pa.array(grams)).cast(pa.int8()),
                        "match_count": counts, "volume_count": counts // 2 + 1})
-    monkeypatch.setattr(vocabulary_sort, "PART_TOKENS", 700)
+    monkeypatch.setenv(PART_TOKENS_VARIABLE, "700")
     budget = 8 << 10
     tokens = runfiles.RunSpiller(str(tmp_path), "tokens", vocabulary.merge_tokens, budget)
     runs = [run for start in range(0, ngrams.num_rows, 500)

@@ -6,6 +6,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from ngramflow import schemas
 from ngramflow.transforms import vocabulary
+from ngramflow.transforms.shards import split_by_shard
+from ngramflow.transforms.sizing import PART_TOKENS_VARIABLE
 
 
 def _ngrams(*rows):
@@ -29,27 +31,36 @@ def test_ids_follow_count_then_bytes_and_reserve_the_specials():
         assert_that(rows, equal_to(EXPECTED))
 
 
-def test_range_keys_order_tokens_as_the_ids_do():
+def test_ranks_order_tokens_as_the_ids_do():
     counts = [1, 2, 40, 41, 1023, 1024, 1025, 5000, 5001, 10**9, 10**12]
-    rows = [(f"{c}-{i}", c) for c in counts for i in range(3)] + [(f"w{i}", None) for i in range(5)]
+    rows = [(f"{c}-{i}", c) for c in counts for i in range(3)] + [(f"w{i}", None) for i in range(5)] + [("é", 2)]
     tokens = pa.table({"token": [t for t, _ in rows], "match_count": pa.array([c for _, c in rows], pa.int64()),
                        "volume_count": pa.array([c for _, c in rows], pa.int64())})
-    keys = vocabulary.range_keys(tokens)
-    by_rule = sorted(range(len(rows)), key=lambda i: (rows[i][1] is None, -(rows[i][1] or 0), rows[i][0].encode()))
-    by_range = sorted(range(len(rows)), key=lambda i: (keys[i], -(rows[i][1] or 0), rows[i][0].encode()))
-    assert by_range == by_rule
-    assert len(set(keys)) > len(counts)  # exact small counts are split further by prefix
+    by_rule = sorted(rows, key=lambda r: (r[1] is None, -(r[1] or 0), r[0].encode()))
+    ranked = vocabulary.sort_by_rank(vocabulary.with_rank(tokens))
+    assert list(zip(ranked["token"].to_pylist(), ranked["match_count"].to_pylist())) == by_rule
 
 
-def test_parts_number_the_whole_vocabulary_without_gaps():
-    tokens = vocabulary.distinct_tokens(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(300)]))
-    halves = [tokens.slice(0, 150), tokens.slice(150)]
-    plan = vocabulary.plan_parts([vocabulary.histogram(t) for t in halves], first_id=3, part_tokens=40)
-    parts = {}
-    for half in halves:
-        for part, table in vocabulary.split_by_part(half, plan):
-            parts.setdefault(part, []).append(table)
-    numbered = pa.concat_tables([vocabulary.number_part(tables) for tables in parts.values()]).sort_by("id")
-    assert len(parts) > 5
-    assert numbered["id"].to_pylist() == list(range(3, 303))
-    assert numbered["token"].to_pylist() == sorted(numbered["token"].to_pylist(), key=lambda t: (-(1000 - int(t[1:]) // 3), t))
+def test_sample_sort_numbers_the_whole_vocabulary_without_gaps(monkeypatch):
+    """Shards of tokens, sampled, cut at the splitters into parts, each numbered on its own from the parts'
+    sizes: consecutive ids in id order, over parts of about PART_TOKENS tokens."""
+    monkeypatch.setenv(PART_TOKENS_VARIABLE, "32")
+    monkeypatch.setattr(vocabulary, "SAMPLES_PER_PART", 8)
+    tokens = vocabulary.distinct_tokens(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(600)]))
+    shards = [vocabulary.sort_by_rank(vocabulary.with_rank(t)) for _, t in split_by_shard(tokens, "token", 3)]
+    cuts = vocabulary.splitters([vocabulary.sample_ranks(t) for t in shards])
+    pieces = [piece for t in shards for piece in vocabulary.cut_into_parts(t, cuts)]
+    starts = dict(vocabulary.first_ids([(part, t.num_rows) for part, t in pieces]))
+    numbered = pa.concat_tables([
+        vocabulary.number_part({"first_id": [first], "tokens": [t for p, t in pieces if p == part]})
+        for part, first in starts.items()]).sort_by("id")
+    assert len(cuts) > 5 and len(starts) == len(cuts) + 1
+    assert numbered["id"].to_pylist() == list(range(3, 603))
+    assert numbered["token"].to_pylist() == sorted(tokens["token"].to_pylist(),
+                                                   key=lambda t: (-(1000 - int(t[1:]) // 3), t))
+
+
+def test_a_vocabulary_without_samples_is_one_part():
+    tokens = vocabulary.sort_by_rank(vocabulary.with_rank(vocabulary.distinct_tokens(_ngrams(("a", 1), ("b", 2)))))
+    cuts = vocabulary.splitters([vocabulary.sample_ranks(tokens)])
+    assert len(cuts) == 0 and [p for p, _ in vocabulary.cut_into_parts(tokens, cuts)] == [0]

@@ -109,6 +109,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare the totals with DuckDB's (--shape only)")
     parser.add_argument("--save-manifest", metavar="PATH", help="keep a copy of the import's manifest")
     parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
+    parser.add_argument("--keep-logs", metavar="DIR", help="copy the cluster's logs (JobManager, TaskManager) here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ngramflow-flink-bench-") as tmp:
         corpus, options = corpus_of(args, tmp)
@@ -157,6 +158,8 @@ def main() -> int:
                 stats = rest.checkpoints(cluster.rest_address, job["jid"])
                 timeline, during = checkpoint_timeline(cluster.rest_address, job["jid"], stats["history"])
         finally:
+            if args.keep_logs:
+                shutil.copytree(cluster.log_dir, args.keep_logs, dirs_exist_ok=True)
             cluster.down()
         agrees = duckdb_agrees(args, corpus, os.path.join(tmp, "out"), tmp) if args.check and args.shape else None
         manifest = json.load(open(os.path.join(tmp, "out", "_manifest.json")))

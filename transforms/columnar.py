@@ -134,8 +134,9 @@ def prefix16(strings) -> np.ndarray:
 _WEIGHTS = np.random.default_rng(20121701).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
 
 
-def shard_of(keys, shards: int) -> np.ndarray:
-    """A stable shard number in [0, shards) for each string key (keys must be non-empty)."""
+def shard_of(keys, shards: int, salt: int = 0) -> np.ndarray:
+    """A stable shard number in [0, shards) for each string key (keys must be non-empty); another ``salt``
+    gives numbers independent of these (a sample of the keys of one shard)."""
     if len(keys) == 0:
         return np.zeros(0, np.int64)
     offsets, data = _string_buffers(keys)
@@ -144,7 +145,7 @@ def shard_of(keys, shards: int) -> np.ndarray:
     lengths = np.diff(offsets)
     position = np.arange(len(data)) - np.repeat(starts, lengths)
     with np.errstate(over="ignore"):
-        h = np.add.reduceat(data * _WEIGHTS[position & 63], starts)
+        h = np.add.reduceat(data * _WEIGHTS[position & 63], starts) ^ np.uint64(salt)
         h ^= h >> np.uint64(31)
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)

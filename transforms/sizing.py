@@ -55,20 +55,22 @@ def key_budget() -> int:
     return int(os.environ.get(KEY_BUDGET_VARIABLE, KEY_BUDGET))
 
 
-#: Bytes of run tables per byte of gzipped input, at most: what one key's group holds per input byte
-#: it gets. Measured (tools/flink_memory_benchmark.py's scale corpora, tables as read): shape b, one
-#: line per 2-gram and 17 gzip bytes per n-gram, 7.3 (9.7 with --keep-years); shape a, 2012 1-grams,
-#: 0.1 (2.6). 12 is a quarter above the most distinct-heavy input measured.
+#: Bytes of run tables per byte of gzipped input, at most, when no input file could be sampled
+#: (transforms/density.py measures it otherwise). Measured (tools/flink_memory_benchmark.py's scale
+#: corpora, tables as read): shape b, one line per 2-gram and 17 gzip bytes per n-gram, 7.3 (9.7 with
+#: --keep-years); shape a, 2012 1-grams, 0.1 (2.6). 12 is a quarter above the most distinct-heavy input measured.
 TABLE_BYTES_PER_INPUT_BYTE = 12
-#: A key is planned for this share of the budget; the rest is the margin for an unlucky hash or a
-#: denser input (measured keys held 7-10 MiB of the 16 planned).
+#: A key is planned for this share of the budget; the rest is the margin for an unlucky hash, and for
+#: files denser than the sampled ones (measured keys held 7-10 MiB of the 16 planned).
 KEY_SHARE = 4
 
 
-def merge_shards(input_bytes: int) -> int:
+def merge_shards(input_bytes: int, density: float | None) -> int:
     """Shards of the n-gram merge in checkpointed mode, one key each: as many as the input needs for every key's
-    table to stay within its share of the budget, with no cap (each is one part file per order)."""
-    return max(MIN_SHARDS, -(-input_bytes * TABLE_BYTES_PER_INPUT_BYTE * KEY_SHARE // key_budget()))
+    table to stay within its share of the budget, with no cap (each is one part file per order).
+    ``density``: run-table bytes per input byte (transforms/density.py), None if unknown."""
+    density = TABLE_BYTES_PER_INPUT_BYTE if density is None else density
+    return max(MIN_SHARDS, -(-int(input_bytes * density * KEY_SHARE) // key_budget()))
 
 
 # Totalling through sorted run files on disk (transforms/spill.py: the embedded runner, Flink batch).
@@ -108,6 +110,13 @@ SPILL_COMPRESSION = "lz4"
 
 #: Tokens numbered together in one worker, and written to one file.
 PART_TOKENS = 1 << 20
+#: The environment variable that sets other tokens per part (tests force many parts with few tokens).
+PART_TOKENS_VARIABLE = "NGRAMFLOW_PART_TOKENS"
+
+
+def part_tokens() -> int:
+    return int(os.environ.get(PART_TOKENS_VARIABLE, PART_TOKENS))
+
 #: N-gram keys per token key, beyond MIN_TOKEN_SHARDS token keys (checkpointed Flink: BuildVocabulary).
 #: Each n-gram key sends every token key a table of its tokens, so a token key receives about
 #: n-gram keys / token keys of them: a fixed ratio keeps its group from growing with the input

@@ -1,20 +1,29 @@
 """The vocabulary: every token of every kept n-gram, with dense, deterministic ids.
 
-Ids follow the order (descending unigram match count, then token UTF-8 bytes;
+Ids follow the id order (descending unigram match count, then token UTF-8 bytes;
 tokens without a kept unigram last), after the reserved ids of
-schemas.RESERVED_TOKENS. A global sort in one worker would need the whole
-vocabulary (millions of tokens for English) in memory, so ids are assigned in
-parts instead:
+schemas.RESERVED_TOKENS; ``with_rank`` gives each token a key whose byte order is
+that order. The embedded runner and Flink's batch mode number tokens by an
+external sort (transforms/vocabulary_sort.py). In Flink's checkpointed mode,
+where every group is keyed state, BuildVocabulary numbers them by a sample sort,
+each group bounded whatever the vocabulary's size:
 
-1. every token gets a *range key* from its count (and, where the order within
-   a count is by bytes alone, its first two bytes) whose order is the id order;
-2. one compact histogram of range keys, built in one place, gives each key its
-   first id and cuts the key space into parts of about PART_TOKENS tokens;
-3. each part is sorted and numbered on its own, and written as one file.
+1. tokens are merged per token shard (a hash of the token), and a share of
+   1/sample_every() of them, chosen by another hash, is sampled;
+2. the samples, gathered in one place (about SAMPLES_PER_PART per part), give the
+   splitters: the ranks that start a part of about sizing.PART_TOKENS tokens;
+3. each token shard cuts its tokens at the splitters, and the parts' sizes,
+   gathered, give each part its first id;
+4. each part is sorted and numbered on its own, and written as one file.
 
-The plan from step 2 reaches the token shards through a CoGroupByKey, not a
-side input: Beam's Flink runner (2.62) cannot checkpoint elements that wait for
-a side input, and checkpointed Flink imports must snapshot at any moment.
+A plan of the whole id order (one entry per count and token prefix, gathered in
+one group and copied to every token shard) once did steps 2-3: at 12 million
+tokens its single group ran the TaskManager out of heap.
+
+The splitters and the first ids reach the shards and the parts through a
+CoGroupByKey, not a side input: Beam's Flink runner (2.62) cannot checkpoint
+elements that wait for a side input, and checkpointed imports must snapshot at
+any moment.
 """
 
 import apache_beam as beam
@@ -26,15 +35,9 @@ from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
 from ngramflow.transforms.merge import LogStructuredMerge
 from ngramflow.transforms.shards import SplitByShard, split_by_key
-from ngramflow.transforms.sizing import PART_TOKENS, token_shards
+from ngramflow.transforms.sizing import part_tokens, token_shards
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
-# Counts below EXACT_COUNTS get a range per count value, split by token prefix;
-# larger counts share ranges of 1/16 of a power of two (few tokens have them).
-_EXACT_COUNTS = 1024
-_COUNT_CLASSES = _EXACT_COUNTS + 16 * 64
-
-
 def distinct_tokens(ngrams: pa.Table) -> pa.Table:
     """The distinct tokens of n-gram rows, with counts from their unigram rows where present."""
     unigrams = ngrams.filter(pc.equal(ngrams["order"], 1))
@@ -68,62 +71,96 @@ class MergeTokenTables(LogStructuredMerge):
     merge = staticmethod(merge_tokens)
 
 
-def range_keys(tokens: pa.Table) -> np.ndarray:
-    """An int64 per token, ordered as the ids are; equal keys form a range."""
+_RANK = "rank"  # the key of the id order: bytes whose order is the id order
+#: Samples of the id order per part of the vocabulary: parts come out within a few tenths of sizing.PART_TOKENS.
+SAMPLES_PER_PART = 64
+_SAMPLE_SALT = 0x5A3D1E  # a hash independent of the token's shard picks the samples
+
+
+def sample_every() -> int:
+    """One token in this many is a sample."""
+    return max(1, part_tokens() // SAMPLES_PER_PART)
+
+
+def with_rank(tokens: pa.Table) -> pa.Table:
+    """TOKENS with a first column whose byte order is the id order: a flag (0: counted), the count
+    complemented to sort descending (big-endian), then the token's UTF-8 bytes."""
     match = tokens["match_count"].combine_chunks()
     counted = columnar.numpy(pc.is_valid(match))
-    count = np.maximum(columnar.numpy(match.fill_null(1)), 1)
-    count_class = np.where(count < _EXACT_COUNTS, count,
-                           _EXACT_COUNTS + np.floor(16 * np.log2(count)).astype(np.int64))
-    prefix = np.where(~counted | (count < _EXACT_COUNTS), columnar.prefix16(tokens["token"]), 0)
-    descending = np.where(counted, _COUNT_CLASSES - count_class, _COUNT_CLASSES + 1)
-    return (descending.astype(np.int64) << 16) | prefix.astype(np.int64)
+    head = np.zeros((tokens.num_rows, 9), np.uint8)
+    head[:, 0] = ~counted
+    complement = np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
+    head[:, 1:] = complement.astype(">u8").view(np.uint8).reshape(-1, 8)
+    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(9), tokens.num_rows, [None, pa.py_buffer(head.tobytes())])
+    rank = pc.binary_join_element_wise(head.cast(pa.binary()), tokens["token"].cast(pa.binary()), b"")
+    return tokens.add_column(0, _RANK, rank)
 
 
-def histogram(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    return np.unique(range_keys(tokens), return_counts=True)
+def sort_by_rank(table: pa.Table) -> pa.Table:
+    """Rows in id order (ranks are distinct: they hold the token)."""
+    return table.take(pc.sort_indices(table[_RANK])).combine_chunks()
 
 
-def plan_parts(histograms, first_id: int, part_tokens: int = PART_TOKENS) -> dict:
-    """Per range key (sorted): its first id and the part that numbers it."""
-    keys = np.concatenate([h[0] for h in histograms] or [np.zeros(0, np.int64)])
-    counts = np.concatenate([h[1] for h in histograms] or [np.zeros(0, np.int64)])
-    keys, inverse = np.unique(keys, return_inverse=True)
-    sizes = np.bincount(inverse, weights=counts, minlength=len(keys)).astype(np.int64)
-    before = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    return {"keys": keys, "first_id": first_id + before, "part": before // part_tokens}
+def sample_ranks(ranked: pa.Table) -> pa.Array:
+    """The ranks of the sampled tokens among ``ranked`` (with_rank rows)."""
+    if ranked.num_rows == 0:
+        return pa.array([], pa.binary())
+    sampled = columnar.shard_of(ranked["token"], sample_every(), salt=_SAMPLE_SALT) == 0
+    return ranked[_RANK].combine_chunks().filter(pa.array(sampled))
 
 
-def plan_for_shards(histograms, shards: int):
-    plan = plan_parts(list(histograms), len(RESERVED_TOKENS))
+def splitters(samples) -> pa.Array:
+    """The ranks that start parts 1, 2, ... (part 0 starts with the first token): every
+    SAMPLES_PER_PART-th of all samples in id order."""
+    ranks = pa.concat_arrays([pa.array([], pa.binary()), *samples])
+    ranks = ranks.take(pc.sort_indices(ranks))
+    return ranks.take(pa.array(np.arange(SAMPLES_PER_PART, len(ranks), SAMPLES_PER_PART, dtype=np.int64)))
+
+
+def splitters_for_shards(samples, shards: int):
+    cuts = splitters(list(samples))
     for shard in range(shards):
-        yield shard, plan
+        yield shard, cuts
 
 
-def split_joined(joined: dict):
-    """{"plan": [plan], "tokens": [tables]} of one token shard -> (part, tokens) of each table."""
-    (plan,) = joined["plan"]
-    for tokens in joined["tokens"]:
-        yield from split_by_part(tokens, plan)
+def cut_into_parts(ranked: pa.Table, cuts: pa.Array):
+    """(part, its rows of ``ranked``) for the parts that ``cuts`` (splitters) make of the id order."""
+    if ranked.num_rows == 0:
+        return
+    # Tokens and splitters sorted together, a splitter before the token it equals: a token's part is the
+    # number of splitters up to it.
+    both = pa.table({_RANK: pa.concat_arrays([ranked[_RANK].combine_chunks(), cuts]),
+                     "row": pa.array(np.concatenate([np.arange(ranked.num_rows), np.full(len(cuts), -1)]))})
+    rows = columnar.numpy(both["row"].take(pc.sort_indices(both, [(_RANK, "ascending"), ("row", "ascending")])))
+    parts = np.cumsum(rows < 0)
+    part_of = np.empty(ranked.num_rows, np.int64)
+    part_of[rows[rows >= 0]] = parts[rows >= 0]
+    yield from split_by_key(ranked, part_of)
 
 
-def split_by_part(tokens: pa.Table, plan: dict):
-    """Tokens -> (part, the part's tokens with their range key and its first id)."""
-    keys = range_keys(tokens)
-    at = np.searchsorted(plan["keys"], keys)
-    table = tokens.append_column("range_key", pa.array(keys)).append_column("first_id", pa.array(plan["first_id"][at]))
-    yield from split_by_key(table, plan["part"][at])
+def cut_joined(joined: dict):
+    """{"splitters": [splitters], "tokens": [ranked tables]} of one token shard -> (part, tokens)."""
+    (cuts,) = joined["splitters"]
+    for ranked in joined["tokens"]:
+        yield from cut_into_parts(ranked, cuts)
 
 
-def number_part(tables) -> pa.Table:
-    """Sort a part by (range key, count descending, token bytes) and give each token its id."""
-    table = pa.concat_tables(list(tables))
-    table = table.take(pc.sort_indices(
-        pa.table({"range": table["range_key"], "count": pc.negate(table["match_count"]), "token": table["token"]}),
-        [("range", "ascending"), ("count", "ascending"), ("token", "ascending")]))
-    starts = columnar.run_starts(table["range_key"].combine_chunks())
-    rank = np.arange(table.num_rows) - starts[columnar.run_ids(starts, table.num_rows)]
-    ids = pa.array(columnar.numpy(table["first_id"]) + rank)
+def first_ids(sizes):
+    """(part, rows) of every piece of every part -> (part, the id of its first token)."""
+    total = {}
+    for part, rows in sizes:
+        total[part] = total.get(part, 0) + rows
+    next_id = len(RESERVED_TOKENS)
+    for part in sorted(total):
+        yield part, next_id
+        next_id += total[part]
+
+
+def number_part(joined: dict) -> pa.Table:
+    """{"first_id": [id], "tokens": [pieces]} of one part -> its tokens in id order, numbered."""
+    (first,) = joined["first_id"]
+    table = sort_by_rank(pa.concat_tables(joined["tokens"]))
+    ids = pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
     return pa.table([ids, table["token"], table["match_count"], table["volume_count"]], schema=VOCABULARY)
 
 
@@ -164,20 +201,28 @@ class BuildVocabulary(beam.PTransform):
             | "Merge reserved tokens" >> beam.CombinePerKey(MergeTokenTables())
             | "Reserved ids" >> beam.MapTuple(lambda _, t: ("part-reserved", reserved_rows(t)))
         )
-        corpus = tokens | "Corpus tokens" >> beam.MapTuple(lambda shard, t: (shard, reserved(t, wanted=False)))
-        # Each token shard gets a copy of the plan by a join: a side input would be one per worker, but
-        # Beam's portable Flink runner fails on one in a checkpointed job (ClassCastException).
-        plan = (
+        corpus = tokens | "Corpus tokens in id order" >> beam.MapTuple(
+            lambda shard, t: (shard, sort_by_rank(with_rank(reserved(t, wanted=False)))))
+        cuts = (
             corpus
-            | "Range key histogram" >> beam.MapTuple(lambda _shard, t: (None, histogram(t)))
-            | "Gather histograms" >> beam.GroupByKey()
-            | "Plan parts, once per shard" >> beam.FlatMapTuple(lambda _, hists: plan_for_shards(hists, shards))
+            | "Sample the id order" >> beam.MapTuple(lambda _shard, t: (None, sample_ranks(t)))
+            | "Gather samples" >> beam.GroupByKey()
+            | "Splitters, once per shard" >> beam.FlatMapTuple(lambda _, samples: splitters_for_shards(samples, shards))
+        )
+        parts = (
+            {"splitters": cuts, "tokens": corpus}
+            | "Join tokens with the splitters" >> beam.CoGroupByKey()
+            | "Cut tokens into parts" >> beam.FlatMapTuple(lambda _shard, joined: cut_joined(joined))
+        )
+        starts = (
+            parts
+            | "Part sizes" >> beam.MapTuple(lambda part, t: (None, (part, t.num_rows)))
+            | "Gather part sizes" >> beam.GroupByKey()
+            | "First id of each part" >> beam.FlatMapTuple(lambda _, sizes: first_ids(sizes))
         )
         ranked = (
-            {"plan": plan, "tokens": corpus}
-            | "Join tokens with the plan" >> beam.CoGroupByKey()
-            | "Split tokens by part" >> beam.FlatMapTuple(lambda _shard, joined: split_joined(joined))
-            | "Group parts" >> beam.GroupByKey()
-            | "Number each part" >> beam.MapTuple(lambda part, tables: (f"part-{part:05d}", number_part(tables)))
+            {"first_id": starts, "tokens": parts}
+            | "Join parts with their first ids" >> beam.CoGroupByKey()
+            | "Number each part" >> beam.MapTuple(lambda part, joined: (f"part-{part:05d}", number_part(joined)))
         )
         return (reserved_ids, ranked) | "Vocabulary tables" >> beam.Flatten()

@@ -8,7 +8,7 @@ budget however many tokens there are (the embedded runner's way; its stages hold
                                              bytes; tokens without a kept unigram last),
                                              spilled as sorted run files
                     -> numbered part files   a k-way merge of those in id order: ids are
-                                             consecutive, PART_TOKENS tokens per file
+                                             consecutive, sizing.PART_TOKENS tokens per file
 
 One worker does it, streaming; the reserved tokens are taken out on the way and
 get their fixed ids (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
@@ -17,36 +17,12 @@ get their fixed ids (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
-from ngramflow.transforms import columnar
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import PART_TOKENS
-from ngramflow.transforms.vocabulary import TOKENS, merge_tokens, reserved, reserved_rows
-
-_RANK = "rank"  # the key of the id order: bytes whose order is the id order
-
-
-def with_rank(tokens: pa.Table) -> pa.Table:
-    """TOKENS with a first column whose byte order is the id order: a flag (0: counted), the count
-    complemented to sort descending (big-endian), then the token's UTF-8 bytes."""
-    match = tokens["match_count"].combine_chunks()
-    counted = columnar.numpy(pc.is_valid(match))
-    head = np.zeros((tokens.num_rows, 9), np.uint8)
-    head[:, 0] = ~counted
-    complement = np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
-    head[:, 1:] = complement.astype(">u8").view(np.uint8).reshape(-1, 8)
-    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(9), tokens.num_rows, [None, pa.py_buffer(head.tobytes())])
-    rank = pc.binary_join_element_wise(head.cast(pa.binary()), tokens["token"].cast(pa.binary()), b"")
-    return tokens.add_column(0, _RANK, rank)
-
-
-def sort_by_rank(table: pa.Table) -> pa.Table:
-    """Rows in id order (ranks are distinct: they hold the token)."""
-    return table.take(pc.sort_indices(table[_RANK])).combine_chunks()
-
+from ngramflow.transforms.sizing import part_tokens
+from ngramflow.transforms.vocabulary import TOKENS, merge_tokens, reserved, reserved_rows, sort_by_rank, with_rank
 
 def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root: str) -> int:
     """Write the vocabulary's part files under ROOT from the token run files; returns the corpus tokens."""
@@ -56,13 +32,13 @@ def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root:
         seen_reserved.append(reserved(tokens))
         runs += ranked.add(with_rank(reserved(tokens, wanted=False)))
     runs += ranked.flush()
-    next_id = len(RESERVED_TOKENS)
+    next_id, per_part = len(RESERVED_TOKENS), part_tokens()
     with StreamedTables(root, VOCABULARY) as files:
         files.write("part-reserved", reserved_rows(pa.concat_tables([TOKENS.empty_table(), *seen_reserved])))
         for table in merged(folder, "ranked-pass", runs, sort_by_rank, budget):
             while table.num_rows:
-                part = (next_id - len(RESERVED_TOKENS)) // PART_TOKENS
-                rows = min(table.num_rows, (part + 1) * PART_TOKENS + len(RESERVED_TOKENS) - next_id)
+                part = (next_id - len(RESERVED_TOKENS)) // per_part
+                rows = min(table.num_rows, (part + 1) * per_part + len(RESERVED_TOKENS) - next_id)
                 piece = table.slice(0, rows)
                 ids = pa.array(np.arange(next_id, next_id + rows, dtype=np.int64))
                 files.write(f"part-{part:05d}", pa.table(

@@ -1,0 +1,50 @@
+"""How many bytes of run tables an input makes per byte of its files, measured on a sample of them.
+
+Checkpointed Flink imports fix their n-gram keys before reading (sizing.merge_shards),
+and each key's group must stay within sizing.KEY_BUDGET. What a key receives per
+input byte differs a hundredfold between corpora: a 2012 1-gram file collapses ~59
+year rows into one run row (0.1 table bytes per gzip byte), a 2020 2-gram file
+has one line per n-gram (7.3). Planning every corpus for the densest made ~25x
+too many keys for 1-grams: part files of a few thousand n-grams, and a fan-out of
+n-gram keys x token keys tables into the vocabulary. So the density is measured:
+the first chunk of a few files, read, parsed and collapsed as the import does,
+with the import's own settings (--keep-years, filters).
+"""
+
+import zlib
+
+from isal import isal_zlib
+
+from ngramflow.transforms.collapse import collapse
+from ngramflow.transforms.parse import parse_chunk
+from ngramflow.transforms.read import InputFileError, LineReader, ReadSettings
+
+#: Files sampled, spread evenly over the input's list; their densest sets the plan.
+SAMPLE_FILES = 8
+
+
+def file_density(path: str, settings: ReadSettings) -> float | None:
+    """Run-table bytes per file byte (gzipped, if the file is) of the first chunk of one file; None if it
+    cannot be read (the import itself reports why)."""
+    try:
+        reader = LineReader(path, settings.format)
+    except (InputFileError, EOFError, OSError, zlib.error, isal_zlib.error):
+        return None
+    try:
+        if reader.format == "empty":
+            return None
+        first_line, lines, chunk = next(reader.lines_before(None))
+        table, starts, _ = parse_chunk(chunk, lines, reader.format, path, first_line)
+        runs, _ = collapse(table, starts, settings.policy, settings.keep_years)
+        return runs.nbytes / max(1, reader.raw.tell())
+    except (StopIteration, EOFError, OSError, zlib.error, isal_zlib.error):
+        return None
+    finally:
+        reader.close()
+
+
+def input_density(files, settings: ReadSettings) -> float | None:
+    """The largest density of up to SAMPLE_FILES of (path, size) ``files``, None if none could be read."""
+    step = max(1, len(files) // SAMPLE_FILES)
+    found = [d for path, _ in files[::step][:SAMPLE_FILES] if (d := file_density(path, settings)) is not None]
+    return max(found, default=None)
