@@ -13,7 +13,8 @@ from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
 from ngramflow.transforms.sizing import merge_shards, range_rows, spill_bytes, work_unit_bytes
 from ngramflow.transforms.spill import TotalNgramsOnDisk
-from ngramflow.transforms.total import SumOrderTotals, SummarizeOrders, TotalNgrams, files_by_order
+from ngramflow.transforms.total import (SortIntoRanges, SumOrderTotals, SummarizeOrders, TotalNgrams, files_by_order,
+                                        range_records)
 from ngramflow.transforms.vocabulary import BuildVocabulary
 from ngramflow.transforms.vocabulary_sort import NumberVocabularyOnDisk
 
@@ -30,8 +31,8 @@ def spills(opts: ImportOptions) -> bool:
 
 class ImportNgrams(beam.PTransform):
     """(path, size) of n-gram files -> the data's outputs: named tables to write ("ngram_files",
-    "vocabulary"), or on the spill path the n-gram and vocabulary files written as they come and the
-    records of the part files' n-gram ranges ("ranges"); reject tables, and statistics."""
+    "vocabulary"; on the spill path the n-gram and vocabulary files are written as they come), the
+    records of the part files' n-gram ranges ("ranges"), reject tables, and statistics."""
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir, spill: bool):
         super().__init__()
@@ -48,13 +49,14 @@ class ImportNgrams(beam.PTransform):
             totals["token_runs"] | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
                 scratch, budget, self.out.join(layout.VOCABULARY))
             return common | {
-                "ranges": totals["parts"] | "Name each range" >> beam.Map(lambda p: (range_name(p), p)),
+                "ranges": totals["parts"],
                 "order_stats": totals["order_totals"] | "Sum each order" >> SumOrderTotals(),
             }
         ngrams = parsed.runs | "Total each n-gram across files" >> TotalNgrams(self.min_count, self.shards)
+        ranges = ngrams | "Sort the n-grams into ranges" >> SortIntoRanges(self.shards)
         return common | {
-            "ngrams": ngrams,
-            "ngram_files": ngrams | "Split each shard by order" >> beam.FlatMapTuple(files_by_order),
+            "ngram_files": ranges | "Split each range by order" >> beam.FlatMapTuple(files_by_order),
+            "ranges": ranges | "Record each range" >> beam.FlatMapTuple(range_records),
             "vocabulary": ngrams | "Build the vocabulary" >> BuildVocabulary(self.shards),
             "order_stats": ngrams | "Summarize each order" >> SummarizeOrders(),
         }
@@ -84,8 +86,9 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
-    if "ranges" in results:
-        results["ranges"] | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES))
+    (results["ranges"]
+     | "Name each range" >> beam.Map(lambda part: (range_name(part), part))
+     | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES)))
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
@@ -96,7 +99,8 @@ def aggregation(opts: ImportOptions, out: OutputDir, plan: dict) -> dict:
     """How the run totalled its n-grams, for the manifest and the summary (after the pipeline ran);
     ``plan`` is what build_import returned."""
     if not spills(opts):
-        return {"method": "merge of run tables in keyed state, shuffled by shard", **plan}
+        return {"method": "merge of run tables in keyed state, shuffled by shard, cut into n-gram ranges by a "
+                          "sample sort", **plan}
     run_files = OutputDir(out.join(layout.SPILL)).files()
     return {"method": "sorted runs spilled to disk", "scratch": out.join(layout.SPILL),
             "run_files": len(run_files), "spilled_bytes": sum(run_files.values())}

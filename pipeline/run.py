@@ -18,7 +18,7 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import aggregation, build_import, spills
+from ngramflow.pipeline.graph import aggregation, build_import
 from ngramflow.pipeline.inputs import expand_inputs
 from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
@@ -223,7 +223,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         mkn=finish_mkn(out, opts.mkn) if opts.mkn else None,
         flink=None if runner_info is None else runner_info.recorded(),
         aggregation=totalled,
-        ranges=range_index(out.read_records(layout.RANGES)) if spills(opts) else None,
+        ranges=range_index(out.read_records(layout.RANGES)),
     )
     return target.publish(manifest.to_json())
 

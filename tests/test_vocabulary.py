@@ -5,9 +5,8 @@ import pyarrow as pa
 from apache_beam.testing.util import assert_that, equal_to
 
 from ngramflow import schemas
-from ngramflow.transforms import vocabulary
+from ngramflow.transforms import sample_sort, vocabulary
 from ngramflow.transforms.shards import split_by_shard
-from ngramflow.transforms.sizing import PART_TOKENS_VARIABLE
 
 
 def _ngrams(*rows):
@@ -41,18 +40,16 @@ def test_ranks_order_tokens_as_the_ids_do():
     assert list(zip(ranked["token"].to_pylist(), ranked["match_count"].to_pylist())) == by_rule
 
 
-def test_sample_sort_numbers_the_whole_vocabulary_without_gaps(monkeypatch):
+def test_sample_sort_numbers_the_whole_vocabulary_without_gaps():
     """Shards of tokens, sampled, cut at the splitters into parts, each numbered on its own from the parts'
-    sizes: consecutive ids in id order, over parts of about PART_TOKENS tokens."""
-    monkeypatch.setenv(PART_TOKENS_VARIABLE, "32")
-    monkeypatch.setattr(vocabulary, "SAMPLES_PER_PART", 8)
+    sizes: consecutive ids in id order, over parts of about the rows asked for."""
     tokens = vocabulary.distinct_tokens(_ngrams(*[(f"w{i:03d}", 1000 - i // 3) for i in range(600)]))
-    shards = [vocabulary.sort_by_rank(vocabulary.with_rank(t)) for _, t in split_by_shard(tokens, "token", 3)]
-    cuts = vocabulary.splitters([vocabulary.sample_ranks(t) for t in shards])
-    pieces = [piece for t in shards for piece in vocabulary.cut_into_parts(t, cuts)]
+    shards = [vocabulary.with_rank(t) for _, t in split_by_shard(tokens, "token", 3)]
+    cuts = sample_sort.splitters([sample_sort.sample(t, "rank", 4, 4) for t in shards], part_weight=32)
+    pieces = [piece for t in shards for piece in sample_sort.cut(t, "rank", cuts)]
     starts = dict(vocabulary.first_ids([(part, t.num_rows) for part, t in pieces]))
     numbered = pa.concat_tables([
-        vocabulary.number_part({"first_id": [first], "tokens": [t for p, t in pieces if p == part]})
+        vocabulary.number_part({"first_id": [first], "tokens": [t.drop_columns(["rank"]) for p, t in pieces if p == part]})
         for part, first in starts.items()]).sort_by("id")
     assert len(cuts) > 5 and len(starts) == len(cuts) + 1
     assert numbered["id"].to_pylist() == list(range(3, 603))
@@ -60,7 +57,7 @@ def test_sample_sort_numbers_the_whole_vocabulary_without_gaps(monkeypatch):
                                                    key=lambda t: (-(1000 - int(t[1:]) // 3), t))
 
 
-def test_a_vocabulary_without_samples_is_one_part():
-    tokens = vocabulary.sort_by_rank(vocabulary.with_rank(vocabulary.distinct_tokens(_ngrams(("a", 1), ("b", 2)))))
-    cuts = vocabulary.splitters([vocabulary.sample_ranks(tokens)])
-    assert len(cuts) == 0 and [p for p, _ in vocabulary.cut_into_parts(tokens, cuts)] == [0]
+def test_a_table_without_samples_is_one_part():
+    tokens = vocabulary.with_rank(vocabulary.distinct_tokens(_ngrams(("a", 1), ("b", 2))))
+    cuts = sample_sort.splitters([sample_sort.sample(tokens, "rank", 1 << 20, 1 << 20)], part_weight=1 << 20)
+    assert len(cuts) == 0 and [p for p, _ in sample_sort.cut(tokens, "rank", cuts)] == [0]

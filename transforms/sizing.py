@@ -65,6 +65,21 @@ TABLE_BYTES_PER_INPUT_BYTE = 12
 KEY_SHARE = 4
 
 
+#: Samples per n-gram range when checkpointed mode cuts its totals into ranges (transforms/sample_sort.py),
+#: of a key's share of the budget each, rows counted at 64 bytes: ranges come out within a few tenths of it.
+SAMPLES_PER_RANGE, SAMPLED_ROW_BYTES = 64, 64
+
+
+def range_bytes() -> int:
+    """The bytes of n-gram rows per range of checkpointed mode: a key's share of the budget."""
+    return key_budget() // KEY_SHARE
+
+
+def range_sample_every() -> int:
+    """One n-gram in this many is a sample of the cut into ranges."""
+    return max(1, range_bytes() // (SAMPLES_PER_RANGE * SAMPLED_ROW_BYTES))
+
+
 def merge_shards(input_bytes: int, density: float | None) -> int:
     """Shards of the n-gram merge in checkpointed mode, one key each: as many as the input needs for every key's
     table to stay within its share of the budget, with no cap (each is one part file per order).

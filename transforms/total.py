@@ -1,8 +1,9 @@
 """Total every n-gram across files and chunks, apply the minimum count, and turn totals into n-gram rows.
 
 Two ways, with the same totals: TotalNgrams shuffles run tables by shard and
-merges each shard's (Flink's checkpointed mode: the shards live in keyed state, which
-checkpoints hold); TotalNgramsOnDisk (transforms/spill.py; the embedded runner and
+merges each shard's, and SortIntoRanges cuts the shards' totals into sorted
+n-gram ranges (Flink's checkpointed mode: shards and ranges live in keyed state,
+which checkpoints hold); TotalNgramsOnDisk (transforms/spill.py; the embedded runner and
 Flink's batch mode) spills sorted run files and merges each n-gram range with bounded
 memory, writing the part files as it goes. Also the totals of each order (n-grams, matches, volumes) that the
 manifest records.
@@ -15,8 +16,10 @@ import pyarrow.compute as pc
 
 from ngramflow.schemas import layout, ngrams_schema, order_of
 from ngramflow.transforms import checked, columnar
-from ngramflow.transforms.merge import SumRunTables
+from ngramflow.transforms.merge import SumRunTables, record_bytes
+from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
+from ngramflow.transforms.sizing import range_bytes, range_sample_every
 
 
 def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:
@@ -69,6 +72,39 @@ class TotalNgrams(beam.PTransform):
             | "Keep n-grams with enough matches" >> beam.MapTuple(
                 lambda shard, t: (shard, to_ngram_table(keep_frequent(t, min_count))))
         )
+
+
+class SortIntoRanges(beam.PTransform):
+    """(shard, n-gram table) -> (range, n-gram table): the n-grams cut into contiguous ranges of about
+    sizing.range_bytes each, sorted, so that each part file holds one range (as the spill path's do) and
+    a look-up reads one file. ``shards``: the shard keys of the input, 0..shards-1."""
+
+    def __init__(self, shards: int):
+        super().__init__()
+        self.shards = shards
+
+    def expand(self, ngram_tables):
+        return (
+            ngram_tables
+            | "Cut the n-gram order into ranges" >> CutIntoParts(
+                "ngram", range_sample_every(), range_bytes(), lambda table: table.nbytes, self.shards)
+            | "Gather each range" >> beam.GroupByKey()
+            | "Sort each range" >> beam.MapTuple(lambda index, pieces: (index, sorted_range(pieces)))
+        )
+
+
+def sorted_range(pieces) -> pa.Table:
+    """One range's pieces (from every shard; an n-gram is in one) as one table sorted by n-gram."""
+    table = pa.concat_tables(list(pieces))
+    record_bytes("range bytes", table.nbytes)
+    return table.take(pc.sort_indices(table["ngram"])).combine_chunks()
+
+
+def range_records(index: int, ngrams: pa.Table):
+    """The record of each part file of one range, as the manifest's "ranges" keep it."""
+    for name, rows in files_by_order(index, ngrams):
+        yield {"order": rows["order"][0].as_py(), "file": f"{name}.parquet",
+               "first": rows["ngram"][0].as_py(), "last": rows["ngram"][-1].as_py()}
 
 
 _TOTALLED = ("match_count", "volume_count")

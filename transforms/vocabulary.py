@@ -8,22 +8,20 @@ external sort (transforms/vocabulary_sort.py). In Flink's checkpointed mode,
 where every group is keyed state, BuildVocabulary numbers them by a sample sort,
 each group bounded whatever the vocabulary's size:
 
-1. tokens are merged per token shard (a hash of the token), and a share of
-   1/sample_every() of them, chosen by another hash, is sampled;
-2. the samples, gathered in one place (about SAMPLES_PER_PART per part), give the
-   splitters: the ranks that start a part of about sizing.PART_TOKENS tokens;
-3. each token shard cuts its tokens at the splitters, and the parts' sizes,
-   gathered, give each part its first id;
+1. tokens are merged per token shard (a hash of the token);
+2. the shards' tokens are cut into parts of at most about sizing.PART_TOKENS
+   tokens and sizing.range_bytes() bytes, each a contiguous range of the id order
+   (transforms/sample_sort.py);
+3. the parts' sizes, gathered, give each part its first id;
 4. each part is sorted and numbered on its own, and written as one file.
 
 A plan of the whole id order (one entry per count and token prefix, gathered in
 one group and copied to every token shard) once did steps 2-3: at 12 million
 tokens its single group ran the TaskManager out of heap.
 
-The splitters and the first ids reach the shards and the parts through a
-CoGroupByKey, not a side input: Beam's Flink runner (2.62) cannot checkpoint
-elements that wait for a side input, and checkpointed imports must snapshot at
-any moment.
+The first ids reach the parts through a CoGroupByKey, not a side input: Beam's
+Flink runner (2.62) cannot checkpoint elements that wait for a side input, and
+checkpointed imports must snapshot at any moment.
 """
 
 import apache_beam as beam
@@ -33,11 +31,14 @@ import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar
-from ngramflow.transforms.merge import LogStructuredMerge
-from ngramflow.transforms.shards import SplitByShard, split_by_key
-from ngramflow.transforms.sizing import part_tokens, token_shards
+from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
+from ngramflow.transforms.sample_sort import CutIntoParts
+from ngramflow.transforms.shards import SplitByShard
+from ngramflow.transforms.sizing import part_tokens, range_bytes, range_sample_every, token_shards
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
+
+
 def distinct_tokens(ngrams: pa.Table) -> pa.Table:
     """The distinct tokens of n-gram rows, with counts from their unigram rows where present."""
     unigrams = ngrams.filter(pc.equal(ngrams["order"], 1))
@@ -72,14 +73,6 @@ class MergeTokenTables(LogStructuredMerge):
 
 
 _RANK = "rank"  # the key of the id order: bytes whose order is the id order
-#: Samples of the id order per part of the vocabulary: parts come out within a few tenths of sizing.PART_TOKENS.
-SAMPLES_PER_PART = 64
-_SAMPLE_SALT = 0x5A3D1E  # a hash independent of the token's shard picks the samples
-
-
-def sample_every() -> int:
-    """One token in this many is a sample."""
-    return max(1, part_tokens() // SAMPLES_PER_PART)
 
 
 def with_rank(tokens: pa.Table) -> pa.Table:
@@ -101,50 +94,6 @@ def sort_by_rank(table: pa.Table) -> pa.Table:
     return table.take(pc.sort_indices(table[_RANK])).combine_chunks()
 
 
-def sample_ranks(ranked: pa.Table) -> pa.Array:
-    """The ranks of the sampled tokens among ``ranked`` (with_rank rows)."""
-    if ranked.num_rows == 0:
-        return pa.array([], pa.binary())
-    sampled = columnar.shard_of(ranked["token"], sample_every(), salt=_SAMPLE_SALT) == 0
-    return ranked[_RANK].combine_chunks().filter(pa.array(sampled))
-
-
-def splitters(samples) -> pa.Array:
-    """The ranks that start parts 1, 2, ... (part 0 starts with the first token): every
-    SAMPLES_PER_PART-th of all samples in id order."""
-    ranks = pa.concat_arrays([pa.array([], pa.binary()), *samples])
-    ranks = ranks.take(pc.sort_indices(ranks))
-    return ranks.take(pa.array(np.arange(SAMPLES_PER_PART, len(ranks), SAMPLES_PER_PART, dtype=np.int64)))
-
-
-def splitters_for_shards(samples, shards: int):
-    cuts = splitters(list(samples))
-    for shard in range(shards):
-        yield shard, cuts
-
-
-def cut_into_parts(ranked: pa.Table, cuts: pa.Array):
-    """(part, its rows of ``ranked``) for the parts that ``cuts`` (splitters) make of the id order."""
-    if ranked.num_rows == 0:
-        return
-    # Tokens and splitters sorted together, a splitter before the token it equals: a token's part is the
-    # number of splitters up to it.
-    both = pa.table({_RANK: pa.concat_arrays([ranked[_RANK].combine_chunks(), cuts]),
-                     "row": pa.array(np.concatenate([np.arange(ranked.num_rows), np.full(len(cuts), -1)]))})
-    rows = columnar.numpy(both["row"].take(pc.sort_indices(both, [(_RANK, "ascending"), ("row", "ascending")])))
-    parts = np.cumsum(rows < 0)
-    part_of = np.empty(ranked.num_rows, np.int64)
-    part_of[rows[rows >= 0]] = parts[rows >= 0]
-    yield from split_by_key(ranked, part_of)
-
-
-def cut_joined(joined: dict):
-    """{"splitters": [splitters], "tokens": [ranked tables]} of one token shard -> (part, tokens)."""
-    (cuts,) = joined["splitters"]
-    for ranked in joined["tokens"]:
-        yield from cut_into_parts(ranked, cuts)
-
-
 def first_ids(sizes):
     """(part, rows) of every piece of every part -> (part, the id of its first token)."""
     total = {}
@@ -159,7 +108,9 @@ def first_ids(sizes):
 def number_part(joined: dict) -> pa.Table:
     """{"first_id": [id], "tokens": [pieces]} of one part -> its tokens in id order, numbered."""
     (first,) = joined["first_id"]
-    table = sort_by_rank(pa.concat_tables(joined["tokens"]))
+    table = pa.concat_tables(joined["tokens"])
+    record_bytes("vocabulary part bytes", table.nbytes)
+    table = sort_by_rank(with_rank(table))
     ids = pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
     return pa.table([ids, table["token"], table["match_count"], table["volume_count"]], schema=VOCABULARY)
 
@@ -201,18 +152,16 @@ class BuildVocabulary(beam.PTransform):
             | "Merge reserved tokens" >> beam.CombinePerKey(MergeTokenTables())
             | "Reserved ids" >> beam.MapTuple(lambda _, t: ("part-reserved", reserved_rows(t)))
         )
-        corpus = tokens | "Corpus tokens in id order" >> beam.MapTuple(
-            lambda shard, t: (shard, sort_by_rank(with_rank(reserved(t, wanted=False)))))
-        cuts = (
-            corpus
-            | "Sample the id order" >> beam.MapTuple(lambda _shard, t: (None, sample_ranks(t)))
-            | "Gather samples" >> beam.GroupByKey()
-            | "Splitters, once per shard" >> beam.FlatMapTuple(lambda _, samples: splitters_for_shards(samples, shards))
-        )
+        corpus = tokens | "Corpus tokens with their rank" >> beam.MapTuple(
+            lambda shard, t: (shard, with_rank(reserved(t, wanted=False))))
+        # A part's group crosses the runner as one encoded element: it is bounded in bytes as well as in tokens
+        # (measured: parts of 1M tokens, ~50 MB each, ran the TaskManager out of heap at 12M tokens).
+        per_part, part_bytes = part_tokens(), range_bytes()
         parts = (
-            {"splitters": cuts, "tokens": corpus}
-            | "Join tokens with the splitters" >> beam.CoGroupByKey()
-            | "Cut tokens into parts" >> beam.FlatMapTuple(lambda _shard, joined: cut_joined(joined))
+            corpus
+            | "Cut the id order into parts" >> CutIntoParts(
+                _RANK, range_sample_every(), 1.0, lambda t: max(t.num_rows / per_part, t.nbytes / part_bytes), shards)
+            | "Drop the rank" >> beam.MapTuple(lambda part, t: (part, t.drop_columns([_RANK])))
         )
         starts = (
             parts
