@@ -38,6 +38,7 @@ import duckdb
 from benchmarks.bench import ROOT, _import, _peer, update_benchmarks_md
 from benchmarks.measure import Measurement, run
 from ngramflow.corpus import scale
+from ngramflow.transforms.merge import GROUP_METRICS
 
 START, END = "<!-- bench:scale:start -->", "<!-- bench:scale:end -->"
 DEFAULT_ROWS = {"a": "2M,8M,32M,64M", "b": "250K,1M,2M,8M"}
@@ -161,11 +162,11 @@ def _flink_cells(stamp: dict, f: dict) -> list[str]:
     checkpoints = ("-", "-") if f["checkpoints_completed"] is None else (
         f"{f['checkpoints_completed']} ({f['checkpoints_during_read']})",
         f"{f['checkpoint_median_ms'] or 0:,}, {f['checkpoint_max_ms'] or 0:,}")
-    return [f"{f['keys_or_ranges']:,}", f"{f['wall_seconds']:,.0f}", f"{f['cpu_seconds']:,.0f}",
+    spread = f"{f['ranges']:,}" if f["keys"] is None else f"{f['keys']:,}, {f['ranges']:,}"
+    return [spread, f"{f['wall_seconds']:,.0f}", f"{f['cpu_seconds']:,.0f}",
             f"{f['cpu_seconds'] / stamp['rows'] * 1e6:.2f}", _mib(f["taskmanager_rss"]), _mib(f["python_worker_rss"]),
             f"{_mib(f['job_server_rss'])}, {_mib(f['jobmanager_rss'])}",
-            " / ".join(f"{largest[k] / 2**20:.1f}" if k in largest else "-"
-                       for k in ("ngram input bytes", "token input bytes")),
+            " / ".join(f"{largest[k] / 2**20:.1f}" if k in largest else "-" for k in GROUP_METRICS),
             *checkpoints, "yes" if f["totals_equal_duckdb"] else "**no**"]
 
 
@@ -174,11 +175,12 @@ def flink_table(results: list[dict]) -> list[str]:
     lines = [
         "Flink [local session cluster: one JobManager, one TaskManager bounded to 2 GiB, 2 slots; `--workers 1`]. "
         "CPU time is the import process's (with its job server) plus the TaskManager's and JobManager's. Batch "
-        "mode totals through sorted run files (keys: none; the count is of n-gram ranges); checkpointed mode "
-        "merges in RocksDB keyed state (the count is of n-gram keys).",
+        "mode totals through sorted run files into n-gram ranges; checkpointed mode merges under n-gram keys in "
+        "RocksDB keyed state, then cuts the totals into ranges by a sample sort.",
         "",
-        "| shape | rows | mode | ranges or keys | wall s | CPU s | CPU µs/row | TaskManager | Python worker "
-        "| job server, JobManager | largest n-gram / token key, MiB | checkpoints (during the read) "
+        "| shape | rows | mode | keys, ranges | wall s | CPU s | CPU µs/row | TaskManager | Python worker "
+        "| job server, JobManager | largest n-gram key / range / token key / vocabulary part, MiB "
+        "| checkpoints (during the read) "
         "| median, max checkpoint ms | totals equal |",
         "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]

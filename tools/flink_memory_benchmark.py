@@ -41,10 +41,12 @@ from ngramflow.pipeline.flink import jvm, rest  # noqa: E402
 from ngramflow.pipeline.flink.cluster import SessionCluster  # noqa: E402
 from ngramflow.pipeline.flink.options import DEFAULT_TASKMANAGER_MEMORY  # noqa: E402
 from ngramflow.schemas import layout  # noqa: E402
+from ngramflow.transforms.merge import GROUP_METRICS  # noqa: E402
 from ngramflow.transforms.sizing import key_budget  # noqa: E402
 
-ROW = ("| shape | rows | mode | keys or ranges | wall | CPU | CPU µs/row | job server | JobManager | TaskManager "
-       "| Python worker | largest n-gram key | largest token key | checkpoints (completed / during the read / failed) "
+ROW = ("| shape | rows | mode | keys, ranges | wall | CPU | CPU µs/row | job server | JobManager | TaskManager "
+       "| Python worker | largest group (n-gram key / range / token key / vocabulary part) "
+       "| checkpoints (completed / during the read / failed) "
        "| median, max checkpoint | totals = DuckDB |")
 
 
@@ -165,8 +167,10 @@ def main() -> int:
         manifest = json.load(open(os.path.join(tmp, "out", "_manifest.json")))
         if args.save_manifest:
             shutil.copyfile(os.path.join(tmp, "out", "_manifest.json"), args.save_manifest)
-        # The keys of the n-gram merge (checkpointed) or its ranges (batch): one part file each per order.
-        keys = len({os.path.basename(f) for f in manifest["files"] if f.startswith(layout.NGRAMS + "/")})
+        # The n-gram ranges: one part file each per order; checkpointed mode merges under keys first.
+        ranges = len({os.path.basename(f) for f in manifest["files"] if f.startswith(layout.NGRAMS + "/")})
+        keys = manifest["aggregation"].get("keys")
+        spread = f"{ranges:,} ranges" if keys is None else f"{keys:,} keys, {ranges:,} ranges"
     flink = manifest["flink"]
     # Year rows, as corpus.scale counts them (a 2020 line holds several), so both shapes compare row for row.
     rows = scale._read_stamp(corpus)["rows"] if args.shape else manifest["rows_read"]
@@ -176,7 +180,7 @@ def main() -> int:
     largest = flink["largest_key_bytes"]
     print(f"corpus: {rows:,} rows ({manifest['rows_read']:,} lines) in {len(manifest['inputs'])} files, "
           f"{input_bytes / 1e6:,.1f} MB; "
-          f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; {keys:,} keys "
+          f"{sum(o['ngrams'] for o in manifest['orders'].values()):,} n-grams; {spread} "
           f"(budget {mib(key_budget())}); import wall time {wall:.0f} s, CPU time {cpu:,.0f} s")
     if args.mode == "checkpointed":
         counts = stats["counts"]
@@ -193,14 +197,14 @@ def main() -> int:
     checkpoints = (f"{counts['completed']} / {len(during)} / {counts['failed']} | {median:,} ms, {durations[-1]:,} ms"
                    if args.mode == "checkpointed" and durations else "- | -")
     print(ROW)
-    print(f"| {args.shape or '-'} | {rows / 1e6:,.1f}M | {args.mode} | {keys:,} | {wall:.0f} s "
+    print(f"| {args.shape or '-'} | {rows / 1e6:,.1f}M | {args.mode} | {spread} | {wall:.0f} s "
           f"| {cpu:,.0f} s | {cpu / rows * 1e6:.2f} | {mib(flink['job_server_peak_rss_bytes'])} | {mib(jobmanager)} "
           f"| {mib(taskmanager)} | {mib(flink['python_worker_peak_rss_bytes'])} "
-          f"| {mib(largest.get('ngram input bytes'))} | {mib(largest.get('token input bytes'))} | {checkpoints} "
+          f"| {' / '.join(mib(largest.get(name)) for name in GROUP_METRICS)} | {checkpoints} "
           f"| {'-' if agrees is None else 'yes' if agrees else '**no**'} |")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"shape": args.shape, "rows": rows, "mode": args.mode, "keys_or_ranges": keys,
+            json.dump({"shape": args.shape, "rows": rows, "mode": args.mode, "keys": keys, "ranges": ranges,
                        "wall_seconds": wall, "cpu_seconds": cpu, "job_server_rss": flink["job_server_peak_rss_bytes"],
                        "jobmanager_rss": jobmanager, "taskmanager_rss": taskmanager,
                        "python_worker_rss": flink["python_worker_peak_rss_bytes"], "largest_key_bytes": largest,

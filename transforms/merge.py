@@ -20,6 +20,9 @@ from ngramflow.transforms import columnar
 #: key's group is one Java List (batch) or one RocksDB value (checkpointed), which sizing.KEY_BUDGET bounds;
 #: the bytes of every table a key received bound its group.
 METRICS_NAMESPACE = "ngramflow"
+#: The groups whose bytes are recorded, in the order benchmarks list them: the n-gram keys' inputs, the
+#: n-gram ranges (transforms/total.py), the token keys' inputs and the vocabulary's parts (vocabulary.py).
+GROUP_METRICS = ("ngram input bytes", "range bytes", "token input bytes", "vocabulary part bytes")
 
 
 def record_bytes(name: str, nbytes: int) -> None:
