@@ -181,7 +181,7 @@ def flink_table(results: list[dict]) -> list[str]:
         "| shape | rows | mode | keys, ranges | wall s | CPU s | CPU µs/row | TaskManager | Python worker "
         "| job server, JobManager | largest n-gram key / range / token key / vocabulary part, MiB "
         "| checkpoints (during the read) "
-        "| median, max checkpoint ms | totals equal |",
+        "| median checkpoint while reading, longest, ms | totals equal |",
         "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in results:
