@@ -226,8 +226,10 @@ def wait_for_checkpoints(cluster, job: str, completed: int, timeout: float = 180
 
 
 def assert_spread_over_many_keys(dataset) -> None:
-    files = json.load(open(os.path.join(dataset, "_manifest.json")))["files"]
-    assert len([f for f in files if f.startswith(layout.ngrams_folder(2))]) >= 40, "one part file per key"
+    manifest = json.load(open(os.path.join(dataset, "_manifest.json")))
+    assert manifest["aggregation"]["keys"] >= 40, "state spread over many keys"
+    parts = [f for f in manifest["files"] if f.startswith(layout.ngrams_folder(2))]
+    assert len(parts) == len(manifest["ranges"]["2"]) > 1, "one part file per n-gram range"
 
 
 def kill(pid: int) -> None:
