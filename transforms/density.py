@@ -2,10 +2,10 @@
 
 Checkpointed Flink imports fix their n-gram keys before reading (sizing.merge_shards),
 and each key's group must stay within sizing.KEY_BUDGET. What a key receives per
-input byte differs a hundredfold between corpora: a 2012 1-gram file collapses ~59
-year rows into one run row (0.1 table bytes per gzip byte), a 2020 2-gram file
-has one line per n-gram (7.3). Planning every corpus for the densest made ~25x
-too many keys for 1-grams: part files of a few thousand n-grams, and a fan-out of
+input byte differs between corpora: a 2012 1-gram file collapses ~59 year rows
+into one run row (~0.5 table bytes per gzip byte), a 2020 2-gram file has one
+line per n-gram (~7). Planning every corpus for the densest (12) made ~25x too
+many keys for 1-grams: part files of a few thousand n-grams, and a fan-out of
 n-gram keys x token keys tables into the vocabulary. So the density is measured:
 the first chunk of a few files, read, parsed and collapsed as the import does,
 with the import's own settings (--keep-years, filters).

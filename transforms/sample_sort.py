@@ -1,7 +1,7 @@
 """Cut tables spread over hash shards into parts that are contiguous ranges of one sort order, each of a
 bounded size: a sample sort, for Flink's checkpointed mode, where every group is keyed state.
 
-    (shard, table sorted by KEY)  -> a sample: one row in ``every``, chosen by a hash of the key
+    (shard, table)                -> a sample: one row in ``every``, chosen by a hash of the key
                                      (independent of the shards'), with the weight it stands for
     every sample, in one group    -> splitters: the keys where the samples' running weight passes
                                      each multiple of ``part_weight`` (the group holds a 1/every
@@ -71,8 +71,8 @@ def _cut_joined(joined: dict, key: str):
 
 
 class CutIntoParts(beam.PTransform):
-    """(shard, table sorted by ``key``) -> (part, piece): part p's pieces hold a contiguous range of the key's
-    order, after part p-1's, and weigh about ``part_weight`` together.
+    """(shard, table) -> (part, piece): part p's pieces hold a contiguous range of ``key``'s order, after
+    part p-1's, and weigh about ``part_weight`` together (each piece in its table's order).
 
     ``weigh(table)`` is what a table weighs (its rows, its bytes); every ``every``-th row is sampled.
     ``shards`` are the shard keys 0..shards-1 that the splitters are sent to.

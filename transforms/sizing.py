@@ -56,9 +56,9 @@ def key_budget() -> int:
 
 
 #: Bytes of run tables per byte of gzipped input, at most, when no input file could be sampled
-#: (transforms/density.py measures it otherwise). Measured (tools/flink_memory_benchmark.py's scale
-#: corpora, tables as read): shape b, one line per 2-gram and 17 gzip bytes per n-gram, 7.3 (9.7 with
-#: --keep-years); shape a, 2012 1-grams, 0.1 (2.6). 12 is a quarter above the most distinct-heavy input measured.
+#: (transforms/density.py measures it otherwise). Measured on the scale corpora (corpus.scale): shape b,
+#: one line per 2-gram and 17 gzip bytes per n-gram, 6.9-7.3 (9.1-9.5 with --keep-years); shape a, 2012
+#: 1-grams, 0.5-0.6 (3.4-4.9). 12 is a quarter above the most distinct-heavy input measured.
 TABLE_BYTES_PER_INPUT_BYTE = 12
 #: A key is planned for this share of the budget; the rest is the margin for an unlucky hash, and for
 #: files denser than the sampled ones (measured keys held 7-10 MiB of the 16 planned).
