@@ -93,14 +93,16 @@ def adjusted_sql(order: int, model_order: int) -> str:
 def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order: int) -> tuple[list, list]:
     """One bucket of order ORDER -> ("adjusted" files written, the bucket's summary of the order)."""
     con = work.connect()
-    rows = scan(index.files("input", order, bucket), RAW)
+    # The import totals each n-gram once, so an input row is an n-gram's only one.
+    raw = scan(index.files("input", order, bucket), RAW)
     if order == 1:
         # The reserved unigrams are always in the model, with no raw count unless the input has them.
         reserved = " UNION ALL ".join(f"SELECT {text(t)}, NULL::BIGINT" for t in RESERVED_TOKENS)
-        rows = f"({rows} UNION ALL SELECT * FROM ({reserved}) r(ngram, raw) WHERE {work.bucket_of('ngram')} = {bucket})"
+        raw = (f"(SELECT ngram, sum(raw) AS raw FROM (SELECT * FROM {raw} UNION ALL SELECT * FROM ({reserved}) "
+               f"r(ngram, raw) WHERE {work.bucket_of('ngram')} = {bucket}) GROUP BY ngram)")
     con.execute(f"""
         CREATE TEMP TABLE adjusted AS
-        WITH raw AS (SELECT ngram, sum(raw) AS raw FROM {rows} GROUP BY ngram),
+        WITH raw AS (SELECT * FROM {raw}),
              extensions AS (SELECT ngram, sum(extensions) AS extensions
                             FROM {scan(index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
              joined AS (SELECT coalesce(r.ngram, e.ngram) AS ngram, r.raw, coalesce(e.extensions, 0) AS extensions
