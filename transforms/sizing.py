@@ -168,9 +168,12 @@ MKN_PROCESS_BYTES = 384 << 20
 #: query plans, the rows it hands back): the limit is set a quarter below the task's share.
 MKN_TASK_HEADROOM = 5 / 4
 
-#: Rows of the largest order per bucket of the stage's tables: a bucket's hash tables and sorts stay in
-#: memory at the default budget, and buckets stay few enough that each file is large.
-MKN_BUCKET_ROWS = 4 << 20
+#: Rows of the largest order per bucket of the stage's tables. A task's peak memory follows its bucket's
+#: rows, so the stage's peak stops growing once the largest order fills one bucket: at 4M rows that took
+#: models of ~13M n-grams (order 5), and the peak at 43M n-grams was 1.8x that at 3.9M; at 1M rows the
+#: peak at 42.9M n-grams is 1.03x that at 7.1M (BENCHMARKS.md, "Speed and memory against lmplz"). More,
+#: smaller buckets cost some CPU time in per-task overhead (a DuckDB connection, more, smaller files).
+MKN_BUCKET_ROWS = 1 << 20
 #: The environment variable that sets other rows per bucket (tests force many buckets with few rows).
 MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
 

@@ -20,7 +20,9 @@ Two passes:
 
     scatter_part   one input part file of order n -> "input" rows (ngram, raw) in the bucket of the
                    n-gram, and "extensions" (suffix, distinct n-grams) in the bucket of the suffix,
-                   summed within the file first (its n-grams are sorted, so suffixes repeat)
+                   summed within the file first (its n-grams are sorted, so suffixes repeat). At the
+                   model's highest order (above 1) a is the raw count, which the file holds: its rows go
+                   straight to "adjusted", with the file's summary, and skip adjust_bucket
     adjust_bucket  one bucket of order n's "input" and "extensions" -> "adjusted" rows (ngram, a) in
                    the bucket of their context (order 1: of the n-gram), and the order's summary:
                    [n-grams, t1..t4, one count per origin] (+ the unigram context's sums at order 1)
@@ -42,17 +44,33 @@ SUCCESSOR_SUMS = ("coalesce(sum(a), 0) AS total, count(*) FILTER (a = 1) AS n1, 
                   "count(*) FILTER (a >= 3) AS n3plus")
 
 
-def scatter_part(work: Work, order: int, path: str) -> list:
-    """An input part file's (ngram, match_count) rows of ORDER -> its "input" and "extensions" buckets."""
+def scatter_part(work: Work, order: int, path: str, model_order: int) -> tuple[list, list | None]:
+    """An input part file's (ngram, match_count) rows of ORDER -> (files written: its "input" and
+    "extensions" buckets, or at the highest order its "adjusted" ones; the file's summary of the
+    highest order, else None)."""
     con = work.connect()
     source = f"read_parquet('{path}', hive_partitioning = false)"
-    written, _ = work.scatter(con, "input", order, f"SELECT ngram, match_count AS raw FROM {source}", "ngram")
+    summary = None
+    if order == model_order > 1:
+        # The import totals each n-gram once, in one part file, so the file's rows are the order's own.
+        written, _ = work.scatter(con, "adjusted", order, f"SELECT ngram, match_count AS a FROM {source}",
+                                  context_of("ngram"))
+        summary = summary_of(con, f"(SELECT match_count AS a, {ORIGINS.index(INPUT)} AS origin FROM {source})")
+    else:
+        written, _ = work.scatter(con, "input", order, f"SELECT ngram, match_count AS raw FROM {source}", "ngram")
     if order > 1:
         written += work.scatter(
             con, "extensions", order - 1,
             f"SELECT {suffix_of('ngram')} AS ngram, count(*) AS extensions FROM {source} GROUP BY 1", "ngram")[0]
     con.close()
-    return written
+    return written, summary
+
+
+def summary_of(con, table: str) -> list[int]:
+    """An order's summary of TABLE's (a, origin) rows: [n-grams, t1..t4, one count per origin]."""
+    counts = ", ".join([f"count(*) FILTER (a = {k})" for k in (1, 2, 3, 4)]
+                       + [f"count(*) FILTER (origin = {i})" for i in range(len(ORIGINS))])
+    return [int(v) for v in con.execute(f"SELECT count(*), {counts} FROM {table}").fetchall()[0]]
 
 
 def adjusted_sql(order: int, model_order: int) -> str:
@@ -75,14 +93,16 @@ def adjusted_sql(order: int, model_order: int) -> str:
 def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order: int) -> tuple[list, list]:
     """One bucket of order ORDER -> ("adjusted" files written, the bucket's summary of the order)."""
     con = work.connect()
-    rows = scan(index.files("input", order, bucket), RAW)
+    # The import totals each n-gram once, so an input row is an n-gram's only one.
+    raw = scan(index.files("input", order, bucket), RAW)
     if order == 1:
         # The reserved unigrams are always in the model, with no raw count unless the input has them.
         reserved = " UNION ALL ".join(f"SELECT {text(t)}, NULL::BIGINT" for t in RESERVED_TOKENS)
-        rows = f"({rows} UNION ALL SELECT * FROM ({reserved}) r(ngram, raw) WHERE {work.bucket_of('ngram')} = {bucket})"
+        raw = (f"(SELECT ngram, sum(raw) AS raw FROM (SELECT * FROM {raw} UNION ALL SELECT * FROM ({reserved}) "
+               f"r(ngram, raw) WHERE {work.bucket_of('ngram')} = {bucket}) GROUP BY ngram)")
     con.execute(f"""
         CREATE TEMP TABLE adjusted AS
-        WITH raw AS (SELECT ngram, sum(raw) AS raw FROM {rows} GROUP BY ngram),
+        WITH raw AS (SELECT * FROM {raw}),
              extensions AS (SELECT ngram, sum(extensions) AS extensions
                             FROM {scan(index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
              joined AS (SELECT coalesce(r.ngram, e.ngram) AS ngram, r.raw, coalesce(e.extensions, 0) AS extensions
@@ -90,10 +110,8 @@ def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order
         SELECT ngram, {adjusted_sql(order, model_order)} FROM joined""")
     key = "ngram" if order == 1 else context_of("ngram")
     written, _ = work.scatter(con, "adjusted", order, "SELECT ngram, a FROM adjusted", key)
-    counts = ", ".join([f"count(*) FILTER (a = {k})" for k in (1, 2, 3, 4)]
-                       + [f"count(*) FILTER (origin = {i})" for i in range(len(ORIGINS))])
-    summary = con.execute(f"SELECT count(*), {counts} FROM adjusted").fetchall()[0]
+    summary = summary_of(con, "adjusted")
     if order == 1:  # the unigram context '', whose successors are every unigram: summed over the buckets
-        summary += con.execute(f"SELECT {SUCCESSOR_SUMS} FROM adjusted").fetchall()[0]
+        summary += [int(v) for v in con.execute(f"SELECT {SUCCESSOR_SUMS} FROM adjusted").fetchall()[0]]
     con.close()
-    return written, [int(v) for v in summary]
+    return written, summary

@@ -3,7 +3,9 @@ pipeline that runs the same on the embedded runner and on Flink.
 
     part files of orders 1..N                          (the import's n-gram files)
       | Scatter each part file      one task per file  -> input, extensions        adjust.py
+      |                                                   (highest order: adjusted, summaries)
       | Adjust counts               (order, bucket)    -> adjusted, summaries      adjust.py
+      |                                                   (orders below the highest)
       | Estimate discounts          summaries          -> discounts, the unigram context (a few numbers)
       | Unigram probabilities       (bucket)           -> probabilities of order 1  probability.py
       | for n = 2..N:
@@ -65,12 +67,15 @@ def estimates(summaries: list, model_order: int, fallback: tuple | None) -> Esti
 
 
 class Scatter(beam.DoFn):
-    def __init__(self, work: Work):
-        self.work = work
+    def __init__(self, work: Work, model_order: int):
+        self.work, self.model_order = work, model_order
 
     def process(self, part):
         order, path = part
-        yield from scatter_part(self.work, order, path)
+        written, summary = scatter_part(self.work, order, path, self.model_order)
+        yield from written
+        if summary is not None:
+            yield beam.pvalue.TaggedOutput(SUMMARIES, (order, summary))
 
 
 class Adjust(beam.DoFn):
@@ -127,24 +132,30 @@ class EstimateMkn(beam.PTransform):
     def expand(self, parts):
         top, work, root = self.model_order, self.work, self.root
         scattered = (parts | "Spread the part files" >> beam.Reshuffle()
-                     | "Scatter each part file" >> beam.ParDo(Scatter(work)))
+                     | "Scatter each part file" >> beam.ParDo(Scatter(work, top)).with_outputs(
+                         SUMMARIES, main="written"))
+        # The highest order's adjusted counts are its raw counts, scattered as such (but for a model of order 1,
+        # whose reserved unigrams the adjust pass adds).
+        adjusted_orders = range(1, top) if top > 1 else [1]
         adjusted = (
-            gathered_to_one(scattered, "scattered files")
+            gathered_to_one(scattered.written, "scattered files")
             | "Adjust: tasks" >> beam.FlatMap(
-                lambda files: tasks(files, work, range(1, top + 1), [("input", 0), ("extensions", 0)]))
+                lambda files: tasks(files, work, adjusted_orders, [("input", 0), ("extensions", 0)]))
             | "Adjust: spread" >> beam.Reshuffle()
             | "Adjust counts" >> beam.ParDo(Adjust(work, top)).with_outputs(SUMMARIES, main="written")
         )
         fallback = self.fallback
+        summaries = (adjusted[SUMMARIES], scattered[SUMMARIES]) | "Summaries of both passes" >> beam.Flatten()
         model = (
-            gathered_to_one(adjusted[SUMMARIES] | "Sum each order" >> beam.CombinePerKey(add_summaries), "summaries")
+            gathered_to_one(summaries | "Sum each order" >> beam.CombinePerKey(add_summaries), "summaries")
             | "Estimate discounts" >> beam.Map(estimates, top, fallback)
         )
         model_side = beam.pvalue.AsSingleton(model)
         _ = model | "Write the unigram context" >> beam.Map(
             lambda m: write_named_table(root, layout.part(layout.by_order(layout.MKN_CONTEXTS, 1), 0),
                                         unigram_context_table(m.unigram_context), schemas.MKN_CONTEXTS))
-        adjusted_files = gathered_to_one(adjusted.written, "adjusted files")
+        adjusted_files = gathered_to_one(
+            (adjusted.written, scattered.written) | "Adjusted files of both passes" >> beam.Flatten(), "adjusted files")
         lower = (
             adjusted_files
             | "Unigrams: tasks" >> beam.FlatMap(lambda files: tasks(files, work, [1], [("adjusted", 0)]))
