@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import import_ok, ngrams_of, vocabulary_of
-from ngramflow import _kernel
+from ngramflow.transforms import _kernel
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms import columnar, kernel, parse, read
 from ngramflow.transforms.collapse import collapse

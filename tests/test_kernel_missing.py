@@ -6,7 +6,8 @@ import sys
 from conftest import SAMPLE
 
 #: The kernel made unimportable in that process alone, as when it was never built.
-WITHOUT_KERNEL = "import sys; sys.modules['ngramflow._kernel'] = None; from ngramflow.cli import main; sys.exit(main())"
+WITHOUT_KERNEL = ("import sys; sys.modules['ngramflow.transforms._kernel'] = None; "
+                  "from ngramflow.cli import main; sys.exit(main())")
 
 
 def test_an_import_without_the_kernel_fails_with_one_line(tmp_path):

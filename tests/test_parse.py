@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import SAMPLE, gz_files
-from ngramflow import _kernel
+from ngramflow.transforms import _kernel
 from ngramflow.transforms import columnar, kernel, parse
 from ngramflow.transforms.collapse import collapse
 from ngramflow.transforms.policy import RowPolicy

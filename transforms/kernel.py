@@ -25,10 +25,11 @@ from ngramflow.transforms.parse import line_by_line
 from ngramflow.transforms.policy import RowPolicy, fold_case
 
 try:
-    from ngramflow import _kernel
+    from ngramflow.transforms import _kernel
 except ImportError as err:  # no silent fallback to a slower path: the command line shows this one line
-    raise KernelMissing(f"ngramflow's native parse kernel (ngramflow._kernel, built from native/ with cargo) is not "
-                      f"built or does not load ({err}); run `make setup`, which builds it (needs cargo)") from None
+    raise KernelMissing(f"ngramflow's native parse kernel (ngramflow.transforms._kernel, built from native/ with "
+                        f"cargo) is not built or does not load ({err}); run `make setup`, which builds it "
+                        "(needs cargo)") from None
 
 assert _kernel.MASK_BYTES == columnar.MASK_BYTES, "native/ and schemas disagree on the year range"
 

@@ -1,4 +1,4 @@
-//! ngramflow's native per-chunk kernel (imported as `ngramflow._kernel`; transforms/kernel.py calls it).
+//! ngramflow's native per-chunk kernel, imported as `ngramflow.transforms._kernel` by transforms/kernel.py.
 //!
 //! One pass over a chunk of whole lines: lines and fields found by byte scanning,
 //! numbers parsed, every documented malformation checked, the row policy applied
