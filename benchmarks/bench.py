@@ -96,8 +96,9 @@ def flink_available() -> bool:
     return "--runner" in text
 
 
-def _contenders(path: str, out: str, full: bool) -> list[tuple[str, str, list[str]]]:
-    """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too."""
+def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str, str, list[str]]]:
+    """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too,
+    and Flink if ``flink``."""
     files12, files20 = data_files(path, "2012-merged"), data_files(path, "2020")
     contenders = [("gzip decompression (Python gzip)", "2012", _peer("gzip", "-", files12))] if full else []
     contenders += [
@@ -113,13 +114,13 @@ def _contenders(path: str, out: str, full: bool) -> list[tuple[str, str, list[st
         ("DuckDB 2 threads, GROUP BY -> Parquet", "2020", _peer("duckdb-2020", out + ".parquet", files20)),
         ("ngramflow import, embedded, default workers", "2020", _import(files20, out)),
     ]
-    if full and flink_available():
+    if full and flink and flink_available():
         contenders.append(("ngramflow import, Flink [local] batch", "2012",
                            _import(files12, out, "--runner", "flink")))
     return contenders
 
 
-def throughput(workdir: str, sizes: list[int]) -> tuple[list[dict], dict]:
+def throughput(workdir: str, sizes: list[int], flink: bool = True) -> tuple[list[dict], dict]:
     """Every contender on the corpus of each size, one after the other; the first size gets the slow peers."""
     results, meta = [], {}
     for index, rows in enumerate(sizes):
@@ -129,7 +130,7 @@ def throughput(workdir: str, sizes: list[int]) -> tuple[list[dict], dict]:
         meta[rows] = {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
                       "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()},
                       "ngrams": info["ngrams"]}
-        for name, fmt, command in _contenders(path, os.path.join(workdir, "out"), full=index == 0):
+        for name, fmt, command in _contenders(path, os.path.join(workdir, "out"), index == 0, flink):
             print(f"  {name} ({fmt}, {rows:,} rows) ...", file=sys.stderr, flush=True)
             m = run(command, env={"PYTHONPATH": ROOT})
             failure = None if m.returncode == 0 else _last_error(m.output)
@@ -250,17 +251,20 @@ def main(argv=None) -> None:
     parser.add_argument("--large-rows", type=int, default=80_000_000,
                         help="rows of a second, larger corpus for the fast contenders (0: none)")
     parser.add_argument("--workdir", default=os.path.join(ROOT, ".cache", "bench"), help="corpora and outputs")
+    parser.add_argument("--no-flink", action="store_true",
+                        help="leave Flink out (its local job server's ports may be taken by another Flink job)")
     args = parser.parse_args(argv)
     os.makedirs(args.workdir, exist_ok=True)
     print("throughput:", file=sys.stderr)
-    results, meta = throughput(args.workdir, [args.rows] + ([args.large_rows] if args.large_rows else []))
+    results, meta = throughput(args.workdir, [args.rows] + ([args.large_rows] if args.large_rows else []),
+                               not args.no_flink)
     print("memory scaling:", file=sys.stderr)
     scaling = memory_scaling(args.workdir, args.rows)
     print("read stage:", file=sys.stderr)
     stage = read_stage_memory(args.workdir, args.rows)
-    default = args.rows == 20_000_000 and args.large_rows == 80_000_000
-    command = "make bench" if default else \
-        f"python -m benchmarks.bench --rows {args.rows} --large-rows {args.large_rows}"
+    default = args.rows == 20_000_000 and args.large_rows == 80_000_000 and not args.no_flink
+    command = "make bench" if default else f"python -m benchmarks.bench --rows {args.rows} " \
+        f"--large-rows {args.large_rows}" + (" --no-flink" if args.no_flink else "")
     section = report(results, meta, scaling, stage, command)
     print(section)
     update_benchmarks_md(section)
