@@ -120,8 +120,9 @@ def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str,
     return contenders
 
 
-def throughput(workdir: str, sizes: list[int], flink: bool = True) -> tuple[list[dict], dict]:
-    """Every contender on the corpus of each size, one after the other; the first size gets the slow peers."""
+def throughput(workdir: str, sizes: list[int], flink: bool = True, slow: bool = True) -> tuple[list[dict], dict]:
+    """Every contender on the corpus of each size, one after the other; the first size gets the slow peers
+    (unless not ``slow``)."""
     results, meta = [], {}
     for index, rows in enumerate(sizes):
         path = corpus(workdir, rows)
@@ -130,7 +131,7 @@ def throughput(workdir: str, sizes: list[int], flink: bool = True) -> tuple[list
         meta[rows] = {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
                       "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()},
                       "ngrams": info["ngrams"]}
-        for name, fmt, command in _contenders(path, os.path.join(workdir, "out"), index == 0, flink):
+        for name, fmt, command in _contenders(path, os.path.join(workdir, "out"), slow and index == 0, flink):
             print(f"  {name} ({fmt}, {rows:,} rows) ...", file=sys.stderr, flush=True)
             m = run(command, env={"PYTHONPATH": ROOT})
             failure = None if m.returncode == 0 else _last_error(m.output)
@@ -207,28 +208,18 @@ def report(results, meta, scaling, stage, command: str) -> str:
         lines.append(f"| {r['name']} | {r['format']} | {r['rows']:,} | {r['wall']:.2f} | {r['cpu']:.2f} | "
                      f"{r['rows'] / r['wall'] / 1e6:.2f}M | {_mb(r['rss'])} | {duck[key] / r['wall']:.2f}x | "
                      f"{r['wall'] / isal[key]:.1f}x |")
-    lines += [
-        "",
-        "Throughput vs DuckDB = DuckDB's wall time / this wall time (above 1 is faster than DuckDB).",
-        "",
-        "### Peak memory as the corpus grows (embedded runner, 1 worker)",
-        "",
-        "| 2012 rows | wall s | peak RSS (tree) |",
-        "| ---: | ---: | ---: |",
-    ]
-    lines += [f"| {s['rows']:,} | {s['wall']:.2f} | {_mb(s['rss'])} |" for s in scaling]
-    lines += [
-        "",
-        "The embedded runner keeps each shuffled collection in memory, so its peak grows with the number of",
-        "distinct n-grams; for inputs beyond a workstation's memory, run on Flink.",
-        "",
-        "### Per-file read stage alone (one gzip file, streamed in 8 MiB chunks)",
-        "",
-        "| file | compressed | rows | wall s | peak RSS |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [f"| {s['file']} | {s['bytes'] / 1e6:,.1f} MB | {s['rows']:,} | {s['wall']:.2f} | {_mb(s['rss'])} |"
-              for s in stage]
+    lines += ["", "Throughput vs DuckDB = DuckDB's wall time / this wall time (above 1 is faster than DuckDB)."]
+    if scaling:
+        lines += ["", "### Peak memory as the corpus grows (embedded runner, 1 worker)", "",
+                  "| 2012 rows | wall s | peak RSS (tree) |", "| ---: | ---: | ---: |"]
+        lines += [f"| {s['rows']:,} | {s['wall']:.2f} | {_mb(s['rss'])} |" for s in scaling]
+        lines += ["", "The embedded runner keeps each shuffled collection in memory, so its peak grows with the "
+                  "number of", "distinct n-grams; for inputs beyond a workstation's memory, run on Flink."]
+    if stage:
+        lines += ["", "### Per-file read stage alone (one gzip file, streamed in 8 MiB chunks)", "",
+                  "| file | compressed | rows | wall s | peak RSS |", "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {s['file']} | {s['bytes'] / 1e6:,.1f} MB | {s['rows']:,} | {s['wall']:.2f} | "
+                  f"{_mb(s['rss'])} |" for s in stage]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -253,18 +244,26 @@ def main(argv=None) -> None:
     parser.add_argument("--workdir", default=os.path.join(ROOT, ".cache", "bench"), help="corpora and outputs")
     parser.add_argument("--no-flink", action="store_true",
                         help="leave Flink out (its local job server's ports may be taken by another Flink job)")
+    parser.add_argument("--throughput-only", action="store_true",
+                        help="only the throughput table, printed; BENCHMARKS.md is left as it is")
+    parser.add_argument("--fast-only", action="store_true",
+                        help="only isal, DuckDB and ngramflow's default, at every size")
     args = parser.parse_args(argv)
     os.makedirs(args.workdir, exist_ok=True)
     print("throughput:", file=sys.stderr)
     results, meta = throughput(args.workdir, [args.rows] + ([args.large_rows] if args.large_rows else []),
-                               not args.no_flink)
+                               not args.no_flink, not args.fast_only)
+    options = [f"--rows {args.rows}", f"--large-rows {args.large_rows}"] + \
+        [flag for flag, on in (("--no-flink", args.no_flink), ("--fast-only", args.fast_only)) if on]
+    if args.throughput_only:
+        print(report(results, meta, [], [], "python -m benchmarks.bench " + " ".join(options + ["--throughput-only"])))
+        return
     print("memory scaling:", file=sys.stderr)
     scaling = memory_scaling(args.workdir, args.rows)
     print("read stage:", file=sys.stderr)
     stage = read_stage_memory(args.workdir, args.rows)
-    default = args.rows == 20_000_000 and args.large_rows == 80_000_000 and not args.no_flink
-    command = "make bench" if default else f"python -m benchmarks.bench --rows {args.rows} " \
-        f"--large-rows {args.large_rows}" + (" --no-flink" if args.no_flink else "")
+    default = args.rows == 20_000_000 and args.large_rows == 80_000_000 and not args.no_flink and not args.fast_only
+    command = "make bench" if default else "python -m benchmarks.bench " + " ".join(options)
     section = report(results, meta, scaling, stage, command)
     print(section)
     update_benchmarks_md(section)
