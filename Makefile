@@ -7,7 +7,8 @@ SAMPLE_OUT ?= sample-output
 
 .PHONY: setup sample test flink bench clean
 
-$(BIN)/ngramflow: pyproject.toml
+# The install builds the native kernel (native/, cargo fetches its crates): rebuilt when its sources change.
+$(BIN)/ngramflow: pyproject.toml native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

@@ -1,10 +1,11 @@
 """Import throughput and memory, side by side with DuckDB and plain decompression.
 
-    python -m benchmarks.bench [--rows 20000000] [--workdir .cache/bench]
+    python -m benchmarks.bench [--rows 20000000] [--large-rows 80000000] [--workdir .cache/bench]
 
-Generates (once, cached) a deterministic synthetic corpus in both formats, then
-in one run measures every contender as a separate process: wall time, rows/s
-and the peak RSS of its whole process tree. Prints a table and rewrites the
+Generates (once, cached) deterministic synthetic corpora in both formats, then
+in one run measures every contender as a separate process: wall time, CPU time,
+rows/s and the peak RSS of its whole process tree; the larger corpus only for
+isal, DuckDB and ngramflow's default. Prints a table and rewrites the
 "Import throughput" section of BENCHMARKS.md.
 """
 
@@ -95,34 +96,49 @@ def flink_available() -> bool:
     return "--runner" in text
 
 
-def throughput(workdir: str, rows: int) -> tuple[list[dict], dict]:
-    path = corpus(workdir, rows)
+def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str, str, list[str]]]:
+    """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too,
+    and Flink if ``flink``."""
     files12, files20 = data_files(path, "2012-merged"), data_files(path, "2020")
-    meta = json.load(open(os.path.join(path, "corpus.json")))
-    out = os.path.join(workdir, "out")
-    contenders = [
-        ("gzip decompression (Python gzip)", "2012", _peer("gzip", "-", files12)),
+    contenders = [("gzip decompression (Python gzip)", "2012", _peer("gzip", "-", files12))] if full else []
+    contenders += [
         ("isal decompression (fastest from PyPI)", "2012", _peer("isal", "-", files12)),
         ("DuckDB 2 threads, GROUP BY -> Parquet", "2012", _peer("duckdb-2012", out + ".parquet", files12)),
-        ("ngramflow import, embedded, 1 worker", "2012", _import(files12, out)),
-        ("ngramflow import, embedded, 2 workers", "2012", _import(files12, out, "--workers", "2")),
-        ("plain Python dict aggregation", "2012", _peer("python-dict", "-", files12)),
-        ("DuckDB 2 threads, GROUP BY -> Parquet", "2020", _peer("duckdb-2020", out + ".parquet", files20)),
-        ("ngramflow import, embedded, 1 worker", "2020", _import(files20, out)),
+        ("ngramflow import, embedded, default workers", "2012", _import(files12, out)),
     ]
-    if flink_available():
+    if full:
+        contenders += [("ngramflow import, embedded, 1 worker", "2012", _import(files12, out, "--workers", "1")),
+                       ("plain Python dict aggregation", "2012", _peer("python-dict", "-", files12))]
+    contenders += [
+        ("isal decompression (fastest from PyPI)", "2020", _peer("isal", "-", files20)),
+        ("DuckDB 2 threads, GROUP BY -> Parquet", "2020", _peer("duckdb-2020", out + ".parquet", files20)),
+        ("ngramflow import, embedded, default workers", "2020", _import(files20, out)),
+    ]
+    if full and flink and flink_available():
         contenders.append(("ngramflow import, Flink [local] batch", "2012",
                            _import(files12, out, "--runner", "flink")))
-    results = []
-    for name, fmt, command in contenders:
-        print(f"  {name} ({fmt}) ...", file=sys.stderr, flush=True)
-        m = run(command, env={"PYTHONPATH": ROOT})
-        failure = None if m.returncode == 0 else _last_error(m.output)
-        results.append({"name": name, "format": fmt, "wall": m.wall_seconds, "rss": m.peak_rss_bytes,
-                        "failed": failure})
-    sizes = {fmt: sum(os.path.getsize(f) for f in fs) for fmt, fs in (("2012", files12), ("2020", files20))}
-    return results, {"rows": meta["rows_2012"], "files": {"2012": len(files12), "2020": len(files20)},
-                     "bytes": sizes, "ngrams": meta["ngrams"]}
+    return contenders
+
+
+def throughput(workdir: str, sizes: list[int], flink: bool = True, slow: bool = True) -> tuple[list[dict], dict]:
+    """Every contender on the corpus of each size, one after the other; the first size gets the slow peers
+    (unless not ``slow``)."""
+    results, meta = [], {}
+    for index, rows in enumerate(sizes):
+        path = corpus(workdir, rows)
+        files = {fmt: data_files(path, layout) for fmt, layout in (("2012", "2012-merged"), ("2020", "2020"))}
+        info = json.load(open(os.path.join(path, "corpus.json")))
+        meta[rows] = {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
+                      "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()},
+                      "ngrams": info["ngrams"]}
+        for name, fmt, command in _contenders(path, os.path.join(workdir, "out"), slow and index == 0, flink):
+            print(f"  {name} ({fmt}, {rows:,} rows) ...", file=sys.stderr, flush=True)
+            m = run(command, env={"PYTHONPATH": ROOT})
+            failure = None if m.returncode == 0 else _last_error(m.output)
+            results.append({"name": name, "format": fmt, "size": rows, "rows": info["rows_2012"],
+                            "wall": m.wall_seconds, "cpu": m.cpu_seconds, "rss": m.peak_rss_bytes,
+                            "failed": failure})
+    return results, meta
 
 
 def memory_scaling(workdir: str, rows: int) -> list[dict]:
@@ -130,8 +146,8 @@ def memory_scaling(workdir: str, rows: int) -> list[dict]:
     results = []
     for factor in (1, 2, 4):
         path = corpus(workdir, rows * factor // 4)
-        m = _checked("import", run(_import(data_files(path, "2012-merged"), os.path.join(workdir, "out-scale")),
-                                   env={"PYTHONPATH": ROOT}))
+        m = _checked("import", run(_import(data_files(path, "2012-merged"), os.path.join(workdir, "out-scale"),
+                                           "--workers", "1"), env={"PYTHONPATH": ROOT}))
         results.append({"rows": rows * factor // 4, "wall": m.wall_seconds, "rss": m.peak_rss_bytes})
     return results
 
@@ -158,54 +174,52 @@ def _mb(n: int) -> str:
 
 
 def report(results, meta, scaling, stage, command: str) -> str:
-    duck = {r["format"]: r["wall"] for r in results if r["name"].startswith("DuckDB")}
-    isal = next(r["wall"] for r in results if r["name"].startswith("isal"))
-    rows = meta["rows"]
+    duck = {(r["size"], r["format"]): r["wall"] for r in results if r["name"].startswith("DuckDB")}
+    isal = {(r["size"], r["format"]): r["wall"] for r in results if r["name"].startswith("isal")}
     lines = [
         START,
         "## Import throughput (embedded runner)",
         "",
         f"Reproduce: `{command}` (from a fresh clone; generates the corpus once under `.cache/bench`).",
         "",
-        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
-        f"Corpus: synthetic, seed 1, {rows:,} rows in the 2012 format (the generator's per-prefix files merged "
-        f"into {meta['files']['2012']} files, as Google's hold millions of rows each; "
-        f"{meta['bytes']['2012'] / 1e6:,.1f} MB gz) and the same data in the 2020 format "
-        f"({meta['files']['2020']} files, {meta['bytes']['2020'] / 1e6:,.1f} MB gz); "
-        f"n-grams per order {meta['ngrams']}.",
+        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
+        f"load average {os.getloadavg()[0]:.1f} when the run ended (other jobs share the machine: CPU time "
+        "is the fairer comparison). Corpora: synthetic, seed 1, in the 2012 format (the generator's "
+        "per-prefix files merged into a few files, as Google's hold millions of rows each) and the same data "
+        "in the 2020 format:",
         "",
-        "| contender | input | wall s | rows/s | peak RSS (tree) | throughput vs DuckDB | wall vs isal decompression |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for m in meta.values():
+        lines.append(f"- {m['rows']:,} rows: 2012 {m['files']['2012']} files, {m['bytes']['2012'] / 1e6:,.1f} MB "
+                     f"gz; 2020 {m['files']['2020']} files, {m['bytes']['2020'] / 1e6:,.1f} MB gz; n-grams per "
+                     f"order {m['ngrams']}")
+    lines += [
+        "",
+        "| contender | input | rows | wall s | CPU s | rows/s | peak RSS (tree) | throughput vs DuckDB "
+        "| wall vs isal decompression |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
+        key = (r["size"], r["format"])
         if r["failed"]:
-            lines.append(f"| {r['name']} | {r['format']} | failed after {r['wall']:.0f} s: `{r['failed']}` "
-                         f"| | {_mb(r['rss'])} | | |")
+            lines.append(f"| {r['name']} | {r['format']} | {r['rows']:,} | failed after {r['wall']:.0f} s: "
+                         f"`{r['failed']}` | | | {_mb(r['rss'])} | | |")
             continue
-        lines.append(f"| {r['name']} | {r['format']} | {r['wall']:.2f} | {rows / r['wall'] / 1e6:.2f}M | "
-                     f"{_mb(r['rss'])} | {duck[r['format']] / r['wall']:.2f}x | {r['wall'] / isal:.1f}x |")
-    lines += [
-        "",
-        "Throughput vs DuckDB = DuckDB's wall time / this wall time (above 1 is faster than DuckDB).",
-        "",
-        "### Peak memory as the corpus grows (embedded runner, 1 worker)",
-        "",
-        "| 2012 rows | wall s | peak RSS (tree) |",
-        "| ---: | ---: | ---: |",
-    ]
-    lines += [f"| {s['rows']:,} | {s['wall']:.2f} | {_mb(s['rss'])} |" for s in scaling]
-    lines += [
-        "",
-        "The embedded runner keeps each shuffled collection in memory, so its peak grows with the number of",
-        "distinct n-grams; for inputs beyond a workstation's memory, run on Flink.",
-        "",
-        "### Per-file read stage alone (one gzip file, streamed in 8 MiB chunks)",
-        "",
-        "| file | compressed | rows | wall s | peak RSS |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [f"| {s['file']} | {s['bytes'] / 1e6:,.1f} MB | {s['rows']:,} | {s['wall']:.2f} | {_mb(s['rss'])} |"
-              for s in stage]
+        lines.append(f"| {r['name']} | {r['format']} | {r['rows']:,} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+                     f"{r['rows'] / r['wall'] / 1e6:.2f}M | {_mb(r['rss'])} | {duck[key] / r['wall']:.2f}x | "
+                     f"{r['wall'] / isal[key]:.1f}x |")
+    lines += ["", "Throughput vs DuckDB = DuckDB's wall time / this wall time (above 1 is faster than DuckDB)."]
+    if scaling:
+        lines += ["", "### Peak memory as the corpus grows (embedded runner, 1 worker)", "",
+                  "| 2012 rows | wall s | peak RSS (tree) |", "| ---: | ---: | ---: |"]
+        lines += [f"| {s['rows']:,} | {s['wall']:.2f} | {_mb(s['rss'])} |" for s in scaling]
+        lines += ["", "The embedded runner keeps each shuffled collection in memory, so its peak grows with the "
+                  "number of", "distinct n-grams; for inputs beyond a workstation's memory, run on Flink."]
+    if stage:
+        lines += ["", "### Per-file read stage alone (one gzip file, streamed in 8 MiB chunks)", "",
+                  "| file | compressed | rows | wall s | peak RSS |", "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {s['file']} | {s['bytes'] / 1e6:,.1f} MB | {s['rows']:,} | {s['wall']:.2f} | "
+                  f"{_mb(s['rss'])} |" for s in stage]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -225,16 +239,31 @@ def update_benchmarks_md(section: str, start: str = START, end: str = END) -> No
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=20_000_000, help="2012-format rows of the corpus")
+    parser.add_argument("--large-rows", type=int, default=80_000_000,
+                        help="rows of a second, larger corpus for the fast contenders (0: none)")
     parser.add_argument("--workdir", default=os.path.join(ROOT, ".cache", "bench"), help="corpora and outputs")
+    parser.add_argument("--no-flink", action="store_true",
+                        help="leave Flink out (its local job server's ports may be taken by another Flink job)")
+    parser.add_argument("--throughput-only", action="store_true",
+                        help="only the throughput table, printed; BENCHMARKS.md is left as it is")
+    parser.add_argument("--fast-only", action="store_true",
+                        help="only isal, DuckDB and ngramflow's default, at every size")
     args = parser.parse_args(argv)
     os.makedirs(args.workdir, exist_ok=True)
     print("throughput:", file=sys.stderr)
-    results, meta = throughput(args.workdir, args.rows)
+    results, meta = throughput(args.workdir, [args.rows] + ([args.large_rows] if args.large_rows else []),
+                               not args.no_flink, not args.fast_only)
+    options = [f"--rows {args.rows}", f"--large-rows {args.large_rows}"] + \
+        [flag for flag, on in (("--no-flink", args.no_flink), ("--fast-only", args.fast_only)) if on]
+    if args.throughput_only:
+        print(report(results, meta, [], [], "python -m benchmarks.bench " + " ".join(options + ["--throughput-only"])))
+        return
     print("memory scaling:", file=sys.stderr)
     scaling = memory_scaling(args.workdir, args.rows)
     print("read stage:", file=sys.stderr)
     stage = read_stage_memory(args.workdir, args.rows)
-    command = "make bench" if args.rows == 20_000_000 else f"python -m benchmarks.bench --rows {args.rows}"
+    default = args.rows == 20_000_000 and args.large_rows == 80_000_000 and not args.no_flink and not args.fast_only
+    command = "make bench" if default else "python -m benchmarks.bench " + " ".join(options)
     section = report(results, meta, scaling, stage, command)
     print(section)
     update_benchmarks_md(section)

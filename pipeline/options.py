@@ -51,9 +51,9 @@ class ImportOptions:
     max_reject_rate: float = option(
         0.01, "fail the run when more than this fraction of rows is malformed", allowed=Within(0, 1))
     overwrite: bool = option(False, "replace an existing complete dataset in --output", resumable=True)
-    workers: int = option(
-        1, "parallel worker processes of the embedded runner; on Flink, the job's parallelism",
-        allowed=Within(1), resumable=True)
+    workers: int | None = option(
+        None, "parallel worker processes of the embedded runner (default: one per core for 64 MiB of input "
+              "or more, else 1); on Flink, the job's parallelism (default 1)", allowed=Within(1), resumable=True)
     runner: str = option(
         "direct", "direct: Beam's embedded runner; flink: Apache Flink", allowed=OneOf(("direct", "flink")),
         shown_with=FlinkOptions)

@@ -7,7 +7,7 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import apache_beam as beam
 import pyarrow
@@ -29,6 +29,7 @@ from ngramflow.schemas.manifest import ImportRecord, Manifest, OrderTotals, comm
 from ngramflow.transforms.mkn.discount import DiscountError
 from ngramflow.transforms.merge import key_sizes
 from ngramflow.transforms.read import InputFileError, merge_file_stats
+from ngramflow.transforms.sizing import default_workers
 from ngramflow.transforms.spill import range_index
 
 @dataclass
@@ -162,6 +163,9 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     opts.validate()
     resume = _resume_point(opts)
     inputs = expand_inputs(_local_inputs(opts))
+    if opts.workers is None:  # decided here, where the input's size is known; the manifest records the number
+        embedded = opts.runner == "direct"
+        opts = replace(opts, workers=default_workers(sum(size for _, size in inputs.ngram_files)) if embedded else 1)
     for name, path in inputs.duplicates:
         print(f"ngramflow: note: {name} is the same file as {path}; reading it once", file=sys.stderr)
     totalcounts = _totalcounts([p for p, _ in inputs.totalcounts])

@@ -1,5 +1,7 @@
 """Every invalid option value is one line: exit 2 on the command line, a UserError from ImportOptions.validate()."""
 
+import os
+
 import pytest
 
 from conftest import SAMPLE, run_cli
@@ -117,3 +119,13 @@ def test_good_values_pass_and_the_defaults_are_valid(tmp_path):
     ImportOptions(inputs=[SAMPLE], output=str(tmp_path), pos="keep", format="2020", year_min=1800, year_max=1800,
                   min_count=40, max_reject_rate=1, workers=3, mkn=MknSettings(3),
                   **checkpointed(flink_master="host.example:8081", checkpoint_interval=0.5, slice_size="1k")).validate()
+
+
+def test_the_embedded_runner_starts_a_worker_per_core_only_for_inputs_that_pay_for_it(tmp_path):
+    from ngramflow.pipeline.run import run_import
+    from ngramflow.transforms.sizing import PARALLEL_INPUT_BYTES, default_workers
+
+    assert default_workers(PARALLEL_INPUT_BYTES - 1) == 1
+    assert default_workers(PARALLEL_INPUT_BYTES) == (os.cpu_count() or 1)
+    result = run_import(ImportOptions(inputs=[f"{SAMPLE}/2012"], output=str(tmp_path / "out")), progress=False)
+    assert result.manifest["options"]["workers"] == 1  # the number used is recorded, not "default"

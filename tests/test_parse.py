@@ -1,4 +1,5 @@
-"""The Arrow fast path and the line-by-line path agree on every line."""
+"""The native kernel vouches for the sample files and gives the careful path's runs; spot lines it may
+not vouch for get the careful answer."""
 
 import gzip
 import os
@@ -7,23 +8,32 @@ import pyarrow as pa
 import pytest
 
 from conftest import SAMPLE, gz_files
-from ngramflow.transforms import parse
+from ngramflow.transforms import _kernel
+from ngramflow.transforms import columnar, kernel, parse
+from ngramflow.transforms.collapse import collapse
+from ngramflow.transforms.policy import RowPolicy
 
 
-def _slow(chunk, fmt):
-    table, rejects = parse._line_by_line(chunk, fmt, "f", 1)
-    return table, rejects
+def careful(chunk, fmt, policy=None, keep_years=False):
+    """(runs, dropped, rejects) of the reference: parse.line_by_line, then collapse (default policy: RowPolicy())."""
+    policy = policy or RowPolicy()
+    rows, rejects = parse.line_by_line(chunk, fmt, "f", 1)
+    runs, dropped = collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
+    return runs, dropped, rejects
 
 
 @pytest.mark.parametrize("fmt", ["2012", "2020"])
-def test_fast_path_equals_line_by_line_on_the_sample(fmt):
+@pytest.mark.parametrize("policy, keep_years", [
+    (RowPolicy(), False), (RowPolicy(pos="keep"), True), (RowPolicy(lowercase=True, year_min=1900, year_max=1950), True)])
+def test_the_kernel_vouches_for_the_sample_and_gives_the_careful_runs(fmt, policy, keep_years):
     files = gz_files(os.path.join(SAMPLE, fmt))
     chunk = b"".join(gzip.open(f).read() for f in files)
-    fast = parse.parse_chunk(chunk, chunk.count(b"\n"), fmt, "f", 1)
-    slow, rejects = _slow(chunk, fmt)
-    assert fast.rejects.num_rows == 0 == rejects.num_rows
-    assert fast.rows.equals(slow)
-    assert fast.rows.num_rows > 50_000
+    assert _kernel.collapse_chunk(chunk, fmt, 1400, 2100, True, False, False) is not None
+    found = kernel.collapse_chunk(chunk, fmt, "f", 1, policy, keep_years)
+    runs, dropped, rejects = careful(chunk, fmt, policy, keep_years)
+    assert found.rejects.num_rows == 0 == rejects.num_rows
+    assert found.runs.equals(runs) and found.dropped == dropped
+    assert runs.num_rows > 1000
 
 
 @pytest.mark.parametrize("line", [
@@ -41,7 +51,7 @@ def test_fast_path_equals_line_by_line_on_the_sample(fmt):
 ])
 def test_every_path_gives_the_careful_answer(line):
     chunk = b"x\t1990\t1\t1\n" + line + b"\n"
-    fast = parse.parse_chunk(chunk, 2, "2012", "f", 1)
-    slow, rejects = _slow(chunk, "2012")
-    assert fast.rows.equals(slow) and fast.rejects.equals(rejects)
-    assert pa.compute.sum(fast.rows["match"]).as_py() >= 1
+    found = kernel.collapse_chunk(chunk, "2012", "f", 1, RowPolicy(), False)
+    runs, dropped, rejects = careful(chunk, "2012")
+    assert found.runs.equals(runs) and found.rejects.equals(rejects) and found.dropped == dropped
+    assert pa.compute.sum(found.runs["match"]).as_py() >= 1

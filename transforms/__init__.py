@@ -7,9 +7,12 @@ Each line: module, what it does, what goes in -> what comes out.
                    and per-file statistics on the side (ReadNgramFiles)
     formats.py     one line -> (tokens, [(year, match, volume)]) or Malformed: the three line
                    formats, the careful parser that defines what is accepted, format detection
+    kernel.py      chunk of lines -> run table + dropped rows + rejects: the native kernel (native/,
+                   Rust) in one pass, or parse.py then collapse.py for a chunk it cannot vouch for
     parse.py       chunk of lines -> year rows (ROW_SCHEMA, file order) + rejects (REJECTS):
-                   Arrow at C speed, formats.py line by line where Arrow cannot vouch
-    policy.py      the row policy (year window, POS tags, case folding) that collapse.py applies
+                   formats.py line by line, the reference the kernel is tested against
+    policy.py      the row policy (year window, POS tags, case folding) that collapse.py and the
+                   kernel apply
     collapse.py    year rows in file order -> run table (one row per run of an n-gram's rows),
                    policy applied; what crosses the shuffle
     shards.py      tables -> (shard, sub-table) by a stable hash of a key column

@@ -15,8 +15,7 @@ import zlib
 
 from isal import isal_zlib
 
-from ngramflow.transforms.collapse import collapse
-from ngramflow.transforms.parse import parse_chunk
+from ngramflow.transforms.kernel import collapse_chunk
 from ngramflow.transforms.read import InputFileError, LineReader, ReadSettings
 
 #: Files sampled, spread evenly over the input's list; their densest sets the plan.
@@ -33,9 +32,8 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
     try:
         if reader.format == "empty":
             return None
-        first_line, lines, chunk = next(reader.lines_before(None))
-        table, starts, _ = parse_chunk(chunk, lines, reader.format, path, first_line)
-        runs, _ = collapse(table, starts, settings.policy, settings.keep_years)
+        first_line, _, chunk = next(reader.lines_before(None))
+        runs = collapse_chunk(chunk, reader.format, path, first_line, settings.policy, settings.keep_years).runs
         return runs.nbytes / max(1, reader.raw.tell())
     except (StopIteration, EOFError, OSError, zlib.error, isal_zlib.error):
         return None

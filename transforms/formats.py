@@ -27,9 +27,9 @@ def _count(text: str, what: str) -> int:
 
     Nothing else is a number here, whatever its value: no sign ("-0" and "+5"
     are as malformed as "-5"), decimal point, exponent or hexadecimal.
-    parse.py's fast path hands every other spelling to this parser.
+    The native kernel (native/) hands every other spelling to this parser.
     """
-    text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader does
+    text = text.strip(" ")  # padding spaces are tolerated, as Arrow's CSV reader, used before, did
     if text.isascii() and text.isdigit():
         value = int(text)
         if value > INT64_MAX:

@@ -1,9 +1,9 @@
 """Read n-gram files: streaming decompression, chunked parsing, run collapse.
 
 Each input file is read as a stream, in chunks of whole lines (memory does not
-depend on the file's size). Each chunk is parsed into Arrow (transforms/parse.py)
-and its consecutive rows of one n-gram collapsed into runs (transforms/collapse.py):
-what leaves this stage is a few tables per file, one row per n-gram.
+depend on the file's size). Each chunk is parsed and its consecutive rows of one
+n-gram collapsed into runs (transforms/kernel.py): what leaves this stage is a few
+tables per file, one row per n-gram.
 """
 
 import codecs
@@ -25,8 +25,7 @@ from isal import igzip, isal_zlib
 
 from ngramflow.transforms import formats
 from ngramflow.transforms.checked import CountOverflow
-from ngramflow.transforms.collapse import collapse
-from ngramflow.transforms.parse import parse_chunk
+from ngramflow.transforms.kernel import collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import CHUNK_BYTES, EMIT_RUNS, EXPANSION
 
@@ -359,8 +358,8 @@ class ReadNgramFile(beam.DoFn):
                 pass  # earlier slices' lines: a fresh reader skips them
             started, share = reader.raw.tell(), _share(size, index, slices)
             for first_line, lines, chunk in reader.lines_before(end):
-                table, starts, rejected = parse_chunk(chunk, lines, reader.format, path, first_line)
-                found, dropped = collapse(table, starts, settings.policy, settings.keep_years)
+                found, dropped, rejected = collapse_chunk(chunk, reader.format, path, first_line, settings.policy,
+                                                          settings.keep_years)
                 stats["rows_read"] += lines
                 stats["rows_rejected"] += rejected.num_rows
                 stats["rows_filtered"] += dropped

@@ -18,6 +18,18 @@ CHUNK_BYTES = 8 << 20
 EMIT_RUNS = 1 << 18
 
 
+#: Compressed input from which the embedded runner starts a worker process per core by default. One
+#: more worker costs about 2.5 s of wall and of CPU time (the bundled sample imported with 1 and 2
+#: workers: 2.4 s and 4.9 s, BENCHMARKS.md "Workers"): below about 64 MiB (12M rows, some 6 s of one
+#: worker's work) it is not won back.
+PARALLEL_INPUT_BYTES = 64 << 20
+
+
+def default_workers(input_bytes: int) -> int:
+    """Worker processes of an embedded import of ``input_bytes`` when --workers is not given."""
+    return (os.cpu_count() or 1) if input_bytes >= PARALLEL_INPUT_BYTES else 1
+
+
 def work_unit_bytes(input_bytes: int) -> int:
     """Compressed bytes of small files read as one element: about 16 units per run, to keep every
     worker busy, but no unit under 1 MiB (per-element overhead) or over 64 MiB (one worker's share)."""

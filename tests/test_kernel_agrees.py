@@ -1,11 +1,14 @@
-"""The Arrow fast path and the careful line-by-line parser apply one rule per case.
+"""The native kernel and the careful line-by-line parser apply one rule per case.
 
-parse_chunk (transforms/parse.py) takes the fast path (parse_fast) and falls
-back to the careful parser (_line_by_line) when the fast path cannot vouch for
-every line. Both run on the same generated chunks, each with a few adversarial
-lines among clean ones: where the fast path vouches, its rows must be the
-careful parser's and the careful parser must reject nothing; whatever the
-route, parse_chunk must give the careful rows and rejects (file, line, reason).
+kernel.collapse_chunk (transforms/kernel.py) runs the native kernel and hands a
+chunk to the careful parser (parse.line_by_line, then collapse.collapse) when the
+kernel cannot vouch for every line. Both run on the same generated chunks, each
+with adversarial lines among clean ones, under several row policies: where the
+kernel vouches, its run table and dropped-row count must be the careful path's
+and the careful parser must reject nothing; whatever the route, collapse_chunk
+must give the careful runs and rejects (file, line, reason, raw). The fuzz test
+puts each of over 100,000 random malformations into a chunk of its own, so that
+the kernel must decide on every one of them.
 """
 
 import codecs
@@ -16,10 +19,22 @@ import pyarrow as pa
 import pytest
 
 from conftest import import_ok, ngrams_of, vocabulary_of
-from ngramflow.transforms import parse, read
+from ngramflow.transforms import _kernel
+from ngramflow.schemas import YEAR_MAX, YEAR_MIN
+from ngramflow.transforms import columnar, kernel, parse, read
+from ngramflow.transforms.collapse import collapse
+from ngramflow.transforms.policy import RowPolicy
 
 SEED = 20240607
 CHUNKS = 300
+FUZZ_LINES = 100_000
+#: Policies every comparison is made under: each rule of policy.py on and off.
+POLICIES = [(RowPolicy(), False), (RowPolicy(pos="keep"), True), (RowPolicy(lowercase=True), True),
+            (RowPolicy(year_min=1700, year_max=1900), False),
+            (RowPolicy(pos="keep", lowercase=True, year_min=1600), True)]
+#: Tokens of the clean lines: tagged words, wildcards, boundaries, case that folds in ASCII and beyond.
+WORDS = ["the", "The", "cat", "caf\u00e9", "CAF\u00c9", "\u4e2d\u6587", "_START_", "x_NOUN", "X_NOUN", "_NOUN_",
+         "Burnt_VERB", ",", "a", "A", "\u03a3\u0391\u03a3", "\u0130", "ok_.", "_X_", "__ADJ"]
 BOM = codecs.BOM_UTF8
 
 # Numerals as they may appear in a count or year field, odd ones included.
@@ -110,7 +125,7 @@ def _adversarial(rng, fmt, line):
 
 def _chunk(rng, fmt) -> bytes:
     """Clean lines, mostly in runs of one n-gram as Google's files are, with up to three adversarial ones."""
-    words = ["the", "cat", "caf\u00e9", "\u4e2d\u6587", "_START_", "x_NOUN", ",", "a"]
+    words = WORDS
     lines = []
     while len(lines) < 40:
         ngram = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 4)))
@@ -128,34 +143,75 @@ def _chunk(rng, fmt) -> bytes:
     return text[:-1] if rng.random() < 0.2 else text  # a file's last line may lack its newline
 
 
-def _every_path(chunk, fmt):
-    """(fast path's result or None, parse_chunk's, careful rows, careful rejects) of one chunk."""
-    lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-    careful, rejects = parse._line_by_line(chunk, fmt, "f.gz", 101)
-    return parse.parse_fast(chunk, lines, fmt), parse.parse_chunk(chunk, lines, fmt, "f.gz", 101), careful, rejects
+def _careful(chunk, fmt, policy, keep_years):
+    """(runs, dropped, rejects) of the reference: parse.line_by_line, then collapse."""
+    rows, rejects = parse.line_by_line(chunk, fmt, "f.gz", 101)
+    runs, dropped = collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
+    return runs, dropped, rejects
+
+
+def _vouches(chunk, fmt) -> bool:
+    return _kernel.collapse_chunk(chunk, fmt, YEAR_MIN, YEAR_MAX, False, False, False) is not None
 
 
 @pytest.mark.parametrize("fmt", ["2012", "2020", "2009"])
-def test_both_paths_give_the_same_rows_and_rejects_on_adversarial_chunks(fmt):
+def test_both_paths_give_the_same_runs_and_rejects_on_adversarial_chunks(fmt):
     rng = random.Random(f"{SEED}-{fmt}")
     vouched = 0
     for number in range(CHUNKS):
         chunk = _chunk(rng, fmt)
-        fast, routed, careful, rejects = _every_path(chunk, fmt)
-        context = f"{fmt} chunk {number} of seed {SEED}:\n{chunk!r}\ncareful rejects: {rejects.to_pylist()}"
-        if fast is not None:
+        policy, keep_years = rng.choice(POLICIES)
+        routed = kernel.collapse_chunk(chunk, fmt, "f.gz", 101, policy, keep_years)
+        runs, dropped, rejects = _careful(chunk, fmt, policy, keep_years)
+        context = f"{fmt} chunk {number} of seed {SEED}, {policy}:\n{chunk!r}\ncareful rejects: {rejects.to_pylist()}"
+        if _vouches(chunk, fmt):
             vouched += 1
-            assert rejects.num_rows == 0 and fast.rows.equals(careful), context
-        assert routed.rows.equals(careful) and routed.rejects.equals(rejects), context
-    # The fast path must really be tried on odd lines it accepts, not only fall back.
+            assert rejects.num_rows == 0, context
+        assert routed.runs.equals(runs) and routed.dropped == dropped and routed.rejects.equals(rejects), context
+    # The kernel must really be tried on odd lines it accepts, not only hand chunks over.
     assert vouched >= CHUNKS // 10
+
+
+@pytest.mark.parametrize("fmt", ["2012", "2020", "2009"])
+def test_the_kernel_vouches_only_for_what_the_careful_parser_reads_alike_on_random_malformations(fmt):
+    """Each random malformation in a small chunk of its own; the chunks the kernel vouches for are compared
+    with the careful path in batches (a batch of vouched chunks is itself one the kernel must vouch for)."""
+    rng = random.Random(f"fuzz-{SEED}-{fmt}")
+    lines = FUZZ_LINES // 3 + 1
+    batch, vouched = [], 0
+
+    def compare():
+        chunk = b"".join(batch)
+        for policy, keep_years in POLICIES:
+            found = kernel.collapse_chunk(chunk, fmt, "f.gz", 101, policy, keep_years)
+            runs, dropped, rejects = _careful(chunk, fmt, policy, keep_years)
+            assert rejects.num_rows == 0, rejects.to_pylist()[:3]
+            assert found.rejects.num_rows == 0 and found.runs.equals(runs) and found.dropped == dropped, policy
+        batch.clear()
+
+    for _ in range(lines):
+        clean = [_clean(rng, fmt, " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 4))))
+                 for _ in range(rng.randrange(1, 4))]
+        at = rng.randrange(len(clean))
+        raw = [line.encode() for line in clean]
+        raw[at] = _adversarial(rng, fmt, clean[at])
+        chunk = b"".join(line + b"\n" for line in raw)
+        if _vouches(chunk, fmt):
+            vouched += 1
+            batch.append(chunk)
+            if len(batch) == 2000:
+                compare()
+    if batch:
+        compare()
+    assert vouched >= lines // 20, "the fuzz must reach the kernel's own answers"
 
 
 def test_a_signed_zero_is_a_malformed_count_on_both_paths():
     for chunk in (b"a\t1990\t-0\t1\n", b"a\t1990,-0,1\n", b"a\t1990\t1\t+0\n"):
         fmt = "2020" if b"," in chunk else "2012"
-        fast, routed, careful, rejects = _every_path(chunk, fmt)
-        assert fast is None and routed.rows.num_rows == 0 == careful.num_rows
+        routed = kernel.collapse_chunk(chunk, fmt, "f.gz", 101, RowPolicy(), False)
+        runs, _, rejects = _careful(chunk, fmt, RowPolicy(), False)
+        assert not _vouches(chunk, fmt) and routed.runs.num_rows == 0 == runs.num_rows
         assert routed.rejects.equals(rejects) and rejects.num_rows == 1
 
 
@@ -198,5 +254,8 @@ def test_slices_read_a_file_with_a_byte_order_mark_like_the_whole_file(tmp_path,
         fresh += skipping.lines_before(end)
     for pieces in (continued, fresh):
         assert b"".join(piece for _, _, piece in pieces) == text[3:]
-        assert pa.concat_tables([parse.parse_chunk(p, n, "2012", path, first).rows for first, n, p in pieces]) \
-            .equals(parse.parse_chunk(text[3:], 3, "2012", path, 1).rows)
+        assert pa.concat_tables([_runs_of(p, path, first) for first, _, p in pieces]).equals(_runs_of(text[3:], path, 1))
+
+
+def _runs_of(chunk, path, first_line):
+    return kernel.collapse_chunk(chunk, "2012", path, first_line, RowPolicy(), False).runs

@@ -1,0 +1,82 @@
+//! The row policy's rules on n-grams, as transforms/policy.py states them.
+
+const TAGS: [&[u8]; 12] = [
+    b"NOUN", b"VERB", b"ADJ", b"ADV", b"PRON", b"DET", b"ADP", b"NUM", b"CONJ", b"PRT", b"X", b".",
+];
+const BOUNDARY_TOKENS: [&[u8]; 2] = [b"_START_", b"_END_"];
+
+/// The length of `token`'s POS suffix ("_VERB" of "burnt_VERB") when it is a tagged word.
+fn tag_suffix(token: &[u8]) -> Option<usize> {
+    TAGS.iter().find_map(|tag| {
+        let n = tag.len() + 1;
+        (token.len() > n && token[token.len() - n] == b'_' && token.ends_with(tag)).then_some(n)
+    })
+}
+
+/// A wildcard token such as `_NOUN_`.
+fn wildcard(token: &[u8]) -> bool {
+    token.len() >= 3
+        && token[0] == b'_'
+        && token[token.len() - 1] == b'_'
+        && TAGS.contains(&&token[1..token.len() - 1])
+}
+
+/// Whether any token of an n-gram is POS-tagged (policy.TAGGED_IN_NGRAM).
+pub fn tagged(ngram: &[u8]) -> bool {
+    ngram
+        .split(|&b| b == b' ')
+        .any(|token| wildcard(token) || tag_suffix(token).is_some())
+}
+
+/// policy.fold_case of every token of an ASCII n-gram, appended to `out`: words lower-cased,
+/// never a POS tag, a wildcard or a boundary token. (Other n-grams are folded in Python,
+/// whose Unicode case rules are the reference.)
+pub fn fold_ascii(ngram: &[u8], out: &mut Vec<u8>) {
+    for (i, token) in ngram.split(|&b| b == b' ').enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        if BOUNDARY_TOKENS.contains(&token) || wildcard(token) {
+            out.extend_from_slice(token);
+            continue;
+        }
+        let word = token.len() - tag_suffix(token).unwrap_or(0);
+        out.extend(token[..word].iter().map(u8::to_ascii_lowercase));
+        out.extend_from_slice(&token[word..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_words_and_wildcards() {
+        for yes in [
+            &b"burnt_VERB"[..],
+            b"a _NOUN_",
+            b"x_. b",
+            b"__X",
+            b"a_NOUN_NOUN",
+        ] {
+            assert!(tagged(yes), "{:?}", yes);
+        }
+        for no in [
+            &b"_VERB"[..],
+            b"_START_",
+            b"a_verb",
+            b"NOUN",
+            b"_NOUN_x",
+            b"__",
+        ] {
+            assert!(!tagged(no), "{:?}", no);
+        }
+    }
+
+    #[test]
+    fn folding_keeps_tags_wildcards_and_boundaries() {
+        let mut out = Vec::new();
+        fold_ascii(b"The_DET _NOUN_ _START_ A_NOUN_NOUN QUICK", &mut out);
+        assert_eq!(out, b"the_DET _NOUN_ _START_ a_noun_NOUN quick");
+    }
+}

@@ -1,0 +1,128 @@
+//! Consecutive rows of one n-gram collapsed into one run, as transforms/collapse.py does.
+
+use crate::fields::{YEAR_MAX, YEAR_MIN};
+
+/// Bytes of a year-set bit mask (columnar.MASK_BYTES): bit `year - YEAR_MIN`.
+pub const MASK_BYTES: usize = (YEAR_MAX - YEAR_MIN) as usize / 8 + 1;
+
+/// What the policy asks of the runs.
+pub struct Policy {
+    pub year_min: u16,
+    pub year_max: u16,
+    pub drop_tagged: bool,
+    pub lowercase: bool,
+    pub keep_years: bool,
+}
+
+/// The columns of a run table (collapse.run_schema), built run by run.
+#[derive(Default)]
+pub struct Runs {
+    pub key_offsets: Vec<i32>,
+    pub key_bytes: Vec<u8>,
+    /// Per run: whether its key was left for Python to fold (not ASCII, lowercase policy).
+    pub fold_in_python: Vec<bool>,
+    pub matches: Vec<i64>,
+    pub volumes: Vec<i64>,
+    pub masks: Vec<u8>,
+    pub series_offsets: Vec<i32>,
+    pub series_years: Vec<i16>,
+    pub series_matches: Vec<i64>,
+    pub series_volumes: Vec<i64>,
+    /// Year rows the policy dropped.
+    pub dropped: u64,
+}
+
+/// The run being collected: the kept rows of consecutive lines with one n-gram.
+pub struct Open<'a> {
+    pub key: &'a [u8],
+    tagged: bool,
+    rows: Vec<(u16, i64, i64)>,
+}
+
+/// Why a chunk's runs cannot be built here.
+pub struct Unrepresentable;
+
+impl Runs {
+    pub fn new(keep_years: bool) -> Runs {
+        let mut runs = Runs {
+            key_offsets: vec![0],
+            ..Runs::default()
+        };
+        if keep_years {
+            runs.series_offsets.push(0);
+        }
+        runs
+    }
+
+    pub fn open<'a>(&self, key: &'a [u8], policy: &Policy) -> Open<'a> {
+        Open {
+            key,
+            tagged: policy.drop_tagged && crate::policy::tagged(key),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Add one line's rows to `run`, dropping those the policy drops.
+    pub fn add(&mut self, run: &mut Open, rows: &[(u16, i64, i64)], policy: &Policy) {
+        for &row in rows {
+            if run.tagged || row.0 < policy.year_min || row.0 > policy.year_max {
+                self.dropped += 1;
+            } else {
+                run.rows.push(row);
+            }
+        }
+    }
+
+    /// Close `run`: one row of the table, unless the policy dropped all of its rows.
+    /// A total past int64 is left to the reference path, which names the n-gram.
+    pub fn close(&mut self, run: Open, policy: &Policy) -> Result<(), Unrepresentable> {
+        if run.rows.is_empty() {
+            return Ok(());
+        }
+        let (mut total_match, mut total_volume) = (0i64, 0i64);
+        let mut mask = [0u8; MASK_BYTES];
+        for &(year, m, v) in &run.rows {
+            total_match = total_match.checked_add(m).ok_or(Unrepresentable)?;
+            total_volume = total_volume.checked_add(v).ok_or(Unrepresentable)?;
+            let bit = (year - YEAR_MIN) as usize;
+            mask[bit >> 3] |= 1 << (bit & 7);
+        }
+        if policy.lowercase && run.key.is_ascii() {
+            crate::policy::fold_ascii(run.key, &mut self.key_bytes);
+        } else {
+            self.key_bytes.extend_from_slice(run.key);
+        }
+        self.fold_in_python
+            .push(policy.lowercase && !run.key.is_ascii());
+        self.key_offsets
+            .push(i32::try_from(self.key_bytes.len()).map_err(|_| Unrepresentable)?);
+        self.matches.push(total_match);
+        self.volumes.push(total_volume);
+        self.masks.extend_from_slice(&mask);
+        if policy.keep_years {
+            self.add_series(run.rows)?;
+        }
+        Ok(())
+    }
+
+    /// The run's (year, match, volume) series: summed per year, years ascending.
+    fn add_series(&mut self, mut rows: Vec<(u16, i64, i64)>) -> Result<(), Unrepresentable> {
+        rows.sort_by_key(|row| row.0); // stable, and usually sorted already
+        let mut last = None;
+        for (year, m, v) in rows {
+            if last == Some(year) {
+                // Each year's sum is part of the run's total, which fitted.
+                *self.series_matches.last_mut().unwrap() += m;
+                *self.series_volumes.last_mut().unwrap() += v;
+                continue;
+            }
+            last = Some(year);
+            self.series_years.push(year as i16);
+            self.series_matches.push(m);
+            self.series_volumes.push(v);
+        }
+        self.series_offsets
+            .push(i32::try_from(self.series_years.len()).map_err(|_| Unrepresentable)?);
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+"""A chunk of lines to its run table, by the native kernel (native/, Rust), or line by line where it must.
+
+The kernel does the whole per-chunk work of a well-formed chunk in one pass:
+lines and fields by byte scanning, numbers, the documented malformations, the
+row policy and the collapse of sorted runs. Where a chunk has a line it cannot
+vouch for (a malformed line, or a legal oddity such as padded numbers or
+doubled spaces), it answers None and the chunk is read by the careful Python
+parser (parse.line_by_line) and collapsed by collapse.collapse: that pair is
+the reference, and it alone names rejects, so their reasons are the reference's
+by construction (they quote fields with Python's repr, which a second
+implementation would have to copy exactly). Such chunks are rare in Google's
+files; tests/test_kernel_agrees.py holds both routes to the same answers.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from ngramflow.errors import KernelMissing
+from ngramflow.schemas import REJECTS, YEAR_MAX, YEAR_MIN, YEAR_SERIES
+from ngramflow.transforms import columnar
+from ngramflow.transforms.collapse import collapse, run_schema
+from ngramflow.transforms.parse import line_by_line
+from ngramflow.transforms.policy import RowPolicy, fold_case
+
+try:
+    from ngramflow.transforms import _kernel
+except ImportError as err:  # no silent fallback to a slower path: the command line shows this one line
+    raise KernelMissing(f"ngramflow's native parse kernel (ngramflow.transforms._kernel, built from native/ with "
+                        f"cargo) is not built or does not load ({err}); run `make setup`, which builds it "
+                        "(needs cargo)") from None
+
+assert _kernel.MASK_BYTES == columnar.MASK_BYTES, "native/ and schemas disagree on the year range"
+
+
+class Collapsed(NamedTuple):
+    runs: pa.Table  # collapse.run_schema(keep_years)
+    dropped: int  # year rows the policy dropped
+    rejects: pa.Table  # schemas.REJECTS
+
+
+def _buffer(data: bytes, type_: pa.DataType, n: int) -> pa.Array:
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(data)])
+
+
+def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
+    offsets, keys, fold_here, matches, volumes, masks, dropped, series = found
+    n = len(matches) // 8
+    ngrams = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
+    fold_here = np.frombuffer(fold_here, np.bool_)
+    if fold_here.any():  # n-grams beyond ASCII: Python's case rules are the reference
+        folded = ngrams.to_pylist()
+        for i in np.flatnonzero(fold_here):
+            folded[i] = " ".join(fold_case(t) for t in folded[i].split(" "))
+        ngrams = pa.array(folded, pa.string())
+    columns = [ngrams, _buffer(matches, pa.int64(), n), _buffer(volumes, pa.int64(), n),
+               _buffer(masks, columnar.MASK_TYPE, n)]
+    if keep_years:
+        offsets, years, year_matches, year_volumes = series
+        values = len(year_matches) // 8
+        columns.append(pa.ListArray.from_arrays(_buffer(offsets, pa.int32(), n + 1), pa.StructArray.from_arrays(
+            [_buffer(years, pa.int16(), values), _buffer(year_matches, pa.int64(), values),
+             _buffer(year_volumes, pa.int64(), values)], fields=list(YEAR_SERIES.value_type)), type=YEAR_SERIES))
+    return pa.Table.from_arrays(columns, schema=run_schema(keep_years)), dropped
+
+
+def collapse_chunk(chunk: bytes, fmt: str, path: str, first_line: int, policy: RowPolicy,
+                   keep_years: bool) -> Collapsed:
+    """The runs, dropped row count and rejects of ``chunk``: whole lines of ``path``, the first numbered
+    ``first_line``."""
+    # Every row's year is within [YEAR_MIN, YEAR_MAX]: a window is the same clamped into one year beyond.
+    year_min = min(max(YEAR_MIN if policy.year_min is None else policy.year_min, YEAR_MIN), YEAR_MAX + 1)
+    year_max = max(min(YEAR_MAX if policy.year_max is None else policy.year_max, YEAR_MAX), YEAR_MIN - 1)
+    found = _kernel.collapse_chunk(chunk, fmt, year_min, year_max, policy.pos == "drop", policy.lowercase,
+                                   keep_years)
+    if found is not None:
+        runs, dropped = _runs(found, keep_years)
+        return Collapsed(runs, dropped, REJECTS.empty_table())
+    rows, rejects = line_by_line(chunk, fmt, path, first_line)
+    runs, dropped = collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
+    return Collapsed(runs, dropped, rejects)
