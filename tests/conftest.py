@@ -1,6 +1,7 @@
 """Shared fixtures: generated corpora, imports through the real CLI, DuckDB references."""
 
 import os
+import signal
 
 import duckdb
 import pytest
@@ -11,6 +12,13 @@ from ngramflow.transforms.policy import POS_TAGS
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "data", "sample")
 NGRAM_COLUMNS = "ngram, \"order\", match_count, volume_count, first_year, last_year, years"
+
+
+def sigint_as_ctrl_c() -> None:
+    """Popen's preexec_fn for a command a test interrupts with SIGINT, as Ctrl+C would: a shell runs
+    background jobs (a CI script's, for one) with SIGINT ignored, the child inherits that, and Python
+    then never turns SIGINT into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_cli(*args) -> int:

@@ -16,7 +16,7 @@ import time
 import duckdb
 import pytest
 
-from conftest import SAMPLE, import_ok, run_cli
+from conftest import SAMPLE, import_ok, run_cli, sigint_as_ctrl_c
 from ngramflow.corpus.text import count_ngrams, sentences, write_2012
 from mkn_reference import SHORT_TEXT, SHORT_TEXT_ORDER_2, ArpaModel
 from ngramflow.transforms.sizing import MKN_BUCKET_ROWS_VARIABLE
@@ -266,7 +266,7 @@ def test_ctrl_c_during_the_stage_leaves_no_completion_claim(pruned, tmp_path):
     subprocess.run(["cp", "-r", pruned, dataset], check=True)
     marker = dataset / "mkn" / "_INCOMPLETE"
     proc = subprocess.Popen([sys.executable, "-m", "ngramflow.cli", "mkn", str(dataset), "--order", "3",
-                             "--overwrite", "-q"], stderr=subprocess.PIPE, text=True)
+                             "--overwrite", "-q"], stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_ctrl_c)
     deadline = time.time() + 60
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import NOT_TAGGED, SAMPLE, gz_files, import_ok, read_2012, reference_2012, run_cli
+from conftest import (NOT_TAGGED, SAMPLE, gz_files, import_ok, read_2012, reference_2012, run_cli,
+                      sigint_as_ctrl_c)
 
 FILES_2012 = gz_files(os.path.join(SAMPLE, "2012"))
 TOTALS_2012 = os.path.join(SAMPLE, "2012", "googlebooks-eng-all-totalcounts-20120701.txt")
@@ -330,7 +331,8 @@ def test_the_query_command_does_not_load_beam(full):
 
 def test_ctrl_c_stops_a_long_query_at_once(full):
     proc = subprocess.Popen([sys.executable, "-m", "ngramflow.cli", "query", full, "sql",
-                             "SELECT sum(range % 7) FROM range(100000000000)"], stderr=subprocess.PIPE, text=True)
+                             "SELECT sum(range % 7) FROM range(100000000000)"], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_ctrl_c)
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=10)
