@@ -20,13 +20,19 @@ Each line: module, what it does, what goes in -> what comes out.
     runfiles.py    tables -> sorted run files within a byte budget (RunSpiller); run files -> their
                    rows in key order, optionally one key range, in bounded pieces (a streaming k-way
                    merge, in passes above MERGE_FANIN files): the embedded runner's external sort
+    density.py     a sample of the input files -> run-table bytes per input byte, which sets the
+                   keys of checkpointed Flink's merge
     total.py       run tables -> (shard, n-gram table) of schemas.NGRAMS rows at or above the
-                   minimum count, one table per shard merged in memory (TotalNgrams, Flink);
-                   per-order totals for the manifest
+                   minimum count, one table per shard merged in memory (TotalNgrams), then
+                   (range, n-gram table), contiguous sorted ranges (SortIntoRanges): checkpointed
+                   Flink; per-order totals for the manifest
+    sample_sort.py (shard, table) -> (part, piece): tables cut into contiguous ranges of a key's order
+                   of a bounded size, at splitters from a sample (CutIntoParts; ranges, vocabulary)
     spill.py       run tables -> run files -> n-gram ranges planned from their bounds -> one part
                    file per order and range, each a contiguous sorted n-gram range, written as the
                    range's k-way merge streams (TotalNgramsOnDisk, the embedded runner); token run files
-    vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids
+    vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids, numbered
+                   in parts of a sample sort (checkpointed Flink)
     vocabulary_sort.py  token run files -> the vocabulary's part files, the same ids by an external sort
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
