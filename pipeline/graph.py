@@ -71,9 +71,9 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     a pipeline of its own, after this one (pipeline/run.py). Returns the plan of the merge in keyed
     state, for the manifest (empty on the spill path, whose ranges follow the data it spilled)."""
     input_bytes = sum(size for _, size in files)
-    settings = opts.read_settings(progress_dir)
+    settings, spill = opts.read_settings(progress_dir), spills(opts)
     plan = {}
-    if not spills(opts):
+    if not spill:
         # The merge in keyed state (Flink, checkpointed) bounds each key's group: its key count follows
         # the input's size and its measured density (sizing.merge_shards, transforms/density.py).
         density = input_density(files, settings)
@@ -81,7 +81,7 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     results = (
         pipeline
         | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
-        | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, spills(opts))
+        | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, spill)
     )
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))

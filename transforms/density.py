@@ -11,12 +11,8 @@ the first chunk of a few files, read, parsed and collapsed as the import does,
 with the import's own settings (--keep-years, filters).
 """
 
-import zlib
-
-from isal import isal_zlib
-
 from ngramflow.transforms.kernel import collapse_chunk
-from ngramflow.transforms.read import InputFileError, LineReader, ReadSettings
+from ngramflow.transforms.read import CORRUPT_ERRORS, InputFileError, LineReader, ReadSettings
 
 #: Files sampled, spread evenly over the input's list; their densest sets the plan.
 SAMPLE_FILES = 8
@@ -27,7 +23,7 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
     cannot be read (the import itself reports why)."""
     try:
         reader = LineReader(path, settings.format)
-    except (InputFileError, EOFError, OSError, zlib.error, isal_zlib.error):
+    except (InputFileError, *CORRUPT_ERRORS):
         return None
     try:
         if reader.format == "empty":
@@ -35,7 +31,7 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
         first_line, _, chunk = next(reader.lines_before(None))
         runs = collapse_chunk(chunk, reader.format, path, first_line, settings.policy, settings.keep_years).runs
         return runs.nbytes / max(1, reader.raw.tell())
-    except (StopIteration, EOFError, OSError, zlib.error, isal_zlib.error):
+    except (StopIteration, *CORRUPT_ERRORS):
         return None
     finally:
         reader.close()

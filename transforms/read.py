@@ -30,7 +30,8 @@ from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import CHUNK_BYTES, EMIT_RUNS, EXPANSION
 
 GZIP_MAGIC = b"\x1f\x8b"
-_CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
+#: What reading a corrupt, truncated or unreadable file raises.
+CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
 
 class InputFileError(RuntimeError):
     """A whole input file is unusable: corrupt gzip, unreadable, unknown format.
@@ -97,7 +98,7 @@ def verify_readable(path: str) -> str | None:
         with raw, data:
             while data.read(CHUNK_BYTES):
                 pass
-    except _CORRUPT_ERRORS as err:
+    except CORRUPT_ERRORS as err:
         return _problem(err)
     return None
 
@@ -335,7 +336,7 @@ class ReadNgramFile(beam.DoFn):
                     if buffered_rows >= EMIT_RUNS:
                         yield pa.concat_tables(buffered)
                         buffered, buffered_rows = [], 0
-            except _CORRUPT_ERRORS as err:
+            except CORRUPT_ERRORS as err:
                 raise InputFileError(path, f"{_problem(err)}; the output is marked incomplete. Use "
                                      "--on-corrupt-file skip to record such files as skipped and go on") from None
             self.progress.part_done(stats["rows_read"], _share(size, index, slices), index == slices - 1)

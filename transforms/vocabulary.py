@@ -161,6 +161,7 @@ class BuildVocabulary(beam.PTransform):
             corpus
             | "Cut the id order into parts" >> CutIntoParts(
                 _RANK, range_sample_every(), 1.0, lambda t: max(t.num_rows / per_part, t.nbytes / part_bytes), shards)
+            # The rank repeats each token's bytes: dropped before the shuffle, recomputed in number_part.
             | "Drop the rank" >> beam.MapTuple(lambda part, t: (part, t.drop_columns([_RANK])))
         )
         starts = (
