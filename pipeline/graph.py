@@ -13,7 +13,7 @@ from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
 from ngramflow.transforms.sizing import merge_shards, range_rows, spill_bytes, work_unit_bytes
 from ngramflow.transforms.spill import TotalNgramsOnDisk
-from ngramflow.transforms.total import (SortIntoRanges, SumOrderTotals, SummarizeOrders, TotalNgrams, files_by_order,
+from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
                                         range_records)
 from ngramflow.transforms.vocabulary import BuildVocabulary
 from ngramflow.transforms.vocabulary_sort import NumberVocabularyOnDisk
@@ -52,13 +52,12 @@ class ImportNgrams(beam.PTransform):
                 "ranges": totals["parts"],
                 "order_stats": totals["order_totals"] | "Sum each order" >> SumOrderTotals(),
             }
-        ngrams = parsed.runs | "Total each n-gram across files" >> TotalNgrams(self.min_count, self.shards)
-        ranges = ngrams | "Sort the n-grams into ranges" >> SortIntoRanges(self.shards)
+        ranges = parsed.runs | "Total each n-gram range" >> TotalNgramRanges(self.min_count, self.shards)
         return common | {
             "ngram_files": ranges | "Split each range by order" >> beam.FlatMapTuple(files_by_order),
             "ranges": ranges | "Record each range" >> beam.FlatMapTuple(range_records),
-            "vocabulary": ngrams | "Build the vocabulary" >> BuildVocabulary(self.shards),
-            "order_stats": ngrams | "Summarize each order" >> SummarizeOrders(),
+            "vocabulary": ranges | "Build the vocabulary" >> BuildVocabulary(self.shards),
+            "order_stats": ranges | "Summarize each order" >> SummarizeOrders(),
         }
 
 
@@ -99,8 +98,8 @@ def aggregation(opts: ImportOptions, out: OutputDir, plan: dict) -> dict:
     """How the run totalled its n-grams, for the manifest and the summary (after the pipeline ran);
     ``plan`` is what build_import returned."""
     if not spills(opts):
-        return {"method": "merge of run tables in keyed state, shuffled by shard, cut into n-gram ranges by a "
-                          "sample sort", **plan}
+        return {"method": "run tables in keyed state, cut into n-gram ranges by a sample sort, each range "
+                          "merged", **plan}
     run_files = OutputDir(out.join(layout.SPILL)).files()
     return {"method": "sorted runs spilled to disk", "scratch": out.join(layout.SPILL),
             "run_files": len(run_files), "spilled_bytes": sum(run_files.values())}

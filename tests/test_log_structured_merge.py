@@ -1,4 +1,5 @@
-"""The log-structured merge combiners: equal to one merge of everything, whatever order Beam calls them in."""
+"""The log-structured merge combiner (the vocabulary's token tables): equal to one merge of everything,
+whatever order Beam calls it in; and merge_runs, which sums a range's pieces of runs in any order."""
 
 import random
 
@@ -10,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from ngramflow.transforms import columnar
 from ngramflow.transforms.collapse import run_schema
-from ngramflow.transforms.merge import SumRunTables, merge_runs
+from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.vocabulary import TOKENS, MergeTokenTables, merge_tokens
 
 
@@ -54,13 +55,16 @@ def canonical(table: pa.Table, key: str) -> list:
 
 
 @pytest.mark.parametrize("keep_years", [False, True])
-def test_sum_run_tables_equals_one_merge_of_everything_in_any_order(keep_years):
+def test_merging_runs_gives_the_same_table_in_any_order_and_grouping(keep_years):
     rng = np.random.default_rng(5)
     tables = [run_table(rng, int(rows), keep_years) for rows in rng.integers(1, 400, 40)]
     expected = merge_runs(pa.concat_tables(tables))
     for seed in range(8):
-        merged = combine_in_random_order(SumRunTables(), tables, random.Random(seed))
-        # Sorted by n-gram and one row per n-gram, as merge_runs gives it: the same table, row for row.
+        order = random.Random(seed).sample(tables, len(tables))
+        cut = random.Random(seed).randrange(1, len(tables))
+        # Pieces of a range arrive in any order; some already merged (a sorted file's runs).
+        merged = merge_runs(pa.concat_tables([merge_runs(pa.concat_tables(order[:cut])), *order[cut:]]))
+        # Sorted by n-gram and one row per n-gram: the same table, row for row.
         assert merged.equals(expected), f"seed {seed}"
 
 
@@ -77,10 +81,12 @@ def test_the_accumulator_stays_logarithmic():
     """Each table of the stack holds more than twice the rows of the one above it: a key of n rows is held
     as at most log2(n) tables, and every row has been merged at most that many times."""
     rng = np.random.default_rng(7)
-    fn = SumRunTables()
+    fn = MergeTokenTables()
     stack = fn.create_accumulator()
-    for _ in range(300):
-        stack = fn.add_input(stack, run_table(rng, 50, keep_years=False))
+    for i in range(300):
+        # Tokens new to every table, so that merged tables keep growing.
+        stack = fn.add_input(stack, pa.table([pa.array([f"t{i}-{j}" for j in range(50)]), pa.nulls(50, pa.int64()),
+                                              pa.nulls(50, pa.int64())], schema=TOKENS))
         rows = [t.num_rows for t in stack]
         assert all(lower > 2 * upper for lower, upper in zip(rows, rows[1:])), rows
     assert len(stack) <= np.log2(sum(t.num_rows for t in stack)) + 1
@@ -88,10 +94,10 @@ def test_the_accumulator_stays_logarithmic():
 
 def test_on_a_pipeline_each_key_gets_its_own_merge():
     rng = np.random.default_rng(8)
-    tables = [(k % 3, run_table(rng, 100, keep_years=False)) for k in range(30)]
-    expected = [(k, canonical(merge_runs(pa.concat_tables([t for key, t in tables if key == k])), "ngram"))
+    tables = [(k % 3, token_table(rng, 100)) for k in range(30)]
+    expected = [(k, canonical(merge_tokens(pa.concat_tables([t for key, t in tables if key == k])), "token"))
                 for k in range(3)]
     with beam.Pipeline() as p:
-        merged = (p | beam.Create(tables) | beam.CombinePerKey(SumRunTables())
-                    | beam.MapTuple(lambda k, t: (k, canonical(t, "ngram"))))
+        merged = (p | beam.Create(tables) | beam.CombinePerKey(MergeTokenTables())
+                    | beam.MapTuple(lambda k, t: (k, canonical(t, "token"))))
         assert_that(merged, equal_to(expected))

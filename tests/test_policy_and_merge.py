@@ -72,18 +72,14 @@ def test_year_masks_span_the_whole_year_range():
     assert (first[0], last[0], count[0]) == (1400, 2100, 4)
 
 
-def test_combine_fn_gives_the_same_totals_in_any_grouping():
+def test_merging_runs_gives_the_same_totals_in_any_grouping():
     parts = [_collapse(_rows((w, y, y - 1800, 1)), RowPolicy(), False)[0]
              for w, y in (("b", 1801), ("a", 1850), ("b", 2019), ("a", 1850))]
-    fn = merge.SumRunTables()
-    one = fn.create_accumulator()
-    for part in parts:
-        one = fn.add_input(one, part)
-    two = fn.merge_accumulators([fn.add_input(fn.create_accumulator(), parts[3]),
-                                 fn.add_input(fn.add_input(fn.create_accumulator(), parts[0]), parts[2]),
-                                 fn.add_input(fn.create_accumulator(), parts[1])])
-    totals = total.to_ngram_table(fn.extract_output(one)).to_pylist()
-    assert totals == total.to_ngram_table(fn.extract_output(two)).to_pylist()
+    one = merge.merge_runs(pa.concat_tables(parts))
+    two = merge.merge_runs(pa.concat_tables([merge.merge_runs(pa.concat_tables([parts[3], parts[0]])),
+                                             parts[2], parts[1]]))
+    totals = total.to_ngram_table(one).to_pylist()
+    assert totals == total.to_ngram_table(two).to_pylist()
     assert [(t["ngram"], t["match_count"], t["years"]) for t in totals] == [("a", 100, 1), ("b", 220, 2)]
 
 

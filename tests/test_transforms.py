@@ -22,7 +22,7 @@ from ngramflow.transforms.mkn.tables import Work
 from ngramflow.transforms.parse import ROW_SCHEMA
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
-from ngramflow.transforms.total import SummarizeOrders, TotalNgrams
+from ngramflow.transforms.total import SummarizeOrders, TotalNgramRanges
 
 
 def _rows(tables):
@@ -86,8 +86,8 @@ def test_totalling_merges_every_run_of_an_ngram_and_applies_the_minimum_count():
         _run_table(("a b", 2000, 4, 2), ("c", 1950, 5, 1), ("c", 1990, 1, 1), ("rare", 1990, 2, 1)),
     ]
     with TestPipeline() as p:
-        totals = p | beam.Create(run_tables) | TotalNgrams(min_count=3, shards=3)
-        rows = totals | "N-gram rows" >> beam.FlatMapTuple(lambda _shard, t: _rows(t))
+        totals = p | beam.Create(run_tables) | TotalNgramRanges(min_count=3, keys=3)
+        rows = totals | "N-gram rows" >> beam.FlatMapTuple(lambda _range, t: _rows(t))
         orders = totals | SummarizeOrders()
 
         # (ngram, order, match, volume, first year, last year, distinct years)

@@ -16,16 +16,15 @@ Each line: module, what it does, what goes in -> what comes out.
     collapse.py    year rows in file order -> run table (one row per run of an n-gram's rows),
                    policy applied; what crosses the shuffle
     shards.py      tables -> (shard, sub-table) by a stable hash of a key column
-    merge.py       run tables -> one row per n-gram, sorted (merge_runs; the SumRunTables combiner)
+    merge.py       run tables -> one row per n-gram, sorted (merge_runs); a log-structured merge combiner
     runfiles.py    tables -> sorted run files within a byte budget (RunSpiller); run files -> their
                    rows in key order, optionally one key range, in bounded pieces (a streaming k-way
                    merge, in passes above MERGE_FANIN files): the embedded runner's external sort
     density.py     a sample of the input files -> run-table bytes per input byte, which sets the
                    keys of checkpointed Flink's merge
-    total.py       run tables -> (shard, n-gram table) of schemas.NGRAMS rows at or above the
-                   minimum count, one table per shard merged in memory (TotalNgrams), then
-                   (range, n-gram table), contiguous sorted ranges (SortIntoRanges): checkpointed
-                   Flink; per-order totals for the manifest
+    total.py       run tables -> (range, n-gram table) of schemas.NGRAMS rows at or above the
+                   minimum count, contiguous sorted ranges cut by a sample sort and each merged in
+                   memory (TotalNgramRanges): checkpointed Flink; per-order totals for the manifest
     sample_sort.py (shard, table) -> (part, piece): tables cut into contiguous ranges of a key's order
                    of a bounded size, at splitters from a sample (CutIntoParts; ranges, vocabulary)
     spill.py       run tables -> run files -> n-gram ranges planned from their bounds -> one part
@@ -37,7 +36,11 @@ Each line: module, what it does, what goes in -> what comes out.
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
                    the same for files written piece by piece (StreamedTables)
+    wire.py        a table -> its pickled bytes: Arrow IPC with LZ4, how every table crosses the runner
+                   and sits in Flink's keyed state (registered on import of this package)
     columnar.py    vectorized helpers the steps share: runs, year bit masks, series, shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
     mkn/           n-gram part files -> Modified Kneser-Ney model files; see mkn/__init__.py
 """
+
+from ngramflow.transforms import wire  # noqa: E402,F401  (registers how tables are pickled)

@@ -3,8 +3,8 @@
 A run table (transforms/collapse.py) may hold the same n-gram several times: a run
 cut by a chunk boundary, case variants after --lowercase, or the same n-gram
 in two files. ``merge_runs`` sums them into one row per n-gram, sorted by
-n-gram, in vectorized code; ``SumRunTables`` is the CombineFn that does it per
-shard, so Beam can combine partial tables before the shuffle.
+n-gram, in vectorized code. ``LogStructuredMerge`` is a CombineFn that merges a
+key's tables with O(log n) merges per row (the vocabulary's token tables).
 """
 
 import apache_beam as beam
@@ -123,10 +123,3 @@ class LogStructuredMerge(beam.CombineFn):
         record_bytes(f"{self.KIND} input bytes", accumulator.added)
         record_bytes(f"{self.KIND} accumulator bytes", merged.nbytes)
         return merged
-
-
-class SumRunTables(LogStructuredMerge):
-    """Run tables of one shard -> one merged table (one row per n-gram, sorted by n-gram)."""
-
-    KIND = "ngram"
-    merge = staticmethod(merge_runs)

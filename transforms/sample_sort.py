@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.transforms import columnar
+from ngramflow.transforms.merge import record_bytes
 from ngramflow.transforms.shards import split_by_key
 
 _SALT = 0x5A3D1E  # a hash independent of the shards' picks the samples
@@ -63,11 +64,15 @@ def cut(table: pa.Table, key: str, cuts: pa.Array | None):
     yield from split_by_key(table, part_of)
 
 
-def _cut_joined(joined: dict, key: str):
+def _cut_joined(joined: dict, key: str, group_metric: str | None):
     """{"splitters": [splitters], "tables": [tables]} of one shard -> (part, piece)."""
     (cuts,) = joined["splitters"]
+    group_bytes = 0
     for table in joined["tables"]:
+        group_bytes += table.nbytes
         yield from cut(table, key, cuts)
+    if group_metric:
+        record_bytes(group_metric, group_bytes)
 
 
 class CutIntoParts(beam.PTransform):
@@ -75,15 +80,18 @@ class CutIntoParts(beam.PTransform):
     part p-1's, and weigh about ``part_weight`` together (each piece in its table's order).
 
     ``weigh(table)`` is what a table weighs (its rows, its bytes); every ``every``-th row is sampled.
-    ``shards`` are the shard keys 0..shards-1 that the splitters are sent to.
+    ``shards`` are the shard keys 0..shards-1 that the splitters are sent to; ``group_metric`` names the
+    metric (merge.record_bytes) of the bytes of each shard's tables, if they are to be recorded.
     """
 
-    def __init__(self, key: str, every: int, part_weight: float, weigh, shards: int):
+    def __init__(self, key: str, every: int, part_weight: float, weigh, shards: int, group_metric: str | None = None):
         super().__init__()
         self.key, self.every, self.part_weight, self.weigh, self.shards = key, every, part_weight, weigh, shards
+        self.group_metric = group_metric
 
     def expand(self, tables):
         key, every, part_weight, weigh, shards = self.key, self.every, self.part_weight, self.weigh, self.shards
+        group_metric = self.group_metric
 
         def sampled(table):
             return None, sample(table, key, every, weigh(table) / table.num_rows * every if table.num_rows else 0)
@@ -101,5 +109,6 @@ class CutIntoParts(beam.PTransform):
         return (
             {"splitters": cuts, "tables": tables}
             | "Join tables with the splitters" >> beam.CoGroupByKey()
-            | "Cut tables into parts" >> beam.FlatMapTuple(lambda _shard, joined: _cut_joined(joined, key))
+            | "Cut tables into parts" >> beam.FlatMapTuple(
+                lambda _shard, joined: _cut_joined(joined, key, group_metric))
         )

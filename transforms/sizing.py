@@ -52,7 +52,7 @@ EXPANSION = 6
 MIN_SHARDS = 2
 
 
-# Keys of the aggregation in Flink's keyed state (checkpointed mode; the merge of TotalNgrams).
+# Keys of the aggregation in Flink's keyed state (checkpointed mode: total.TotalNgramRanges).
 
 #: The most bytes one key's group, accumulator or keyed-state value may reach (issue 14): checkpointed
 #: mode holds a key's values as one RocksDB value (JNI: under 2 GB), and the Python worker merges them
@@ -80,6 +80,12 @@ KEY_SHARE = 4
 #: Samples per n-gram range when checkpointed mode cuts its totals into ranges (transforms/sample_sort.py),
 #: of a key's share of the budget each, rows counted at 64 bytes: ranges come out within a few tenths of it.
 SAMPLES_PER_RANGE, SAMPLED_ROW_BYTES = 64, 64
+
+
+#: Pieces per range in which checkpointed mode spreads run tables over its keys (total.SpreadPieces): a
+#: read table may hold more than a key's share, and pieces dealt in turn keep every key within a few
+#: pieces of its share.
+PIECES_PER_RANGE = 4
 
 
 def range_bytes() -> int:

@@ -1,13 +1,14 @@
 """Total every n-gram across files and chunks, apply the minimum count, and turn totals into n-gram rows.
 
-Two ways, with the same totals: TotalNgrams shuffles run tables by shard and
-merges each shard's, and SortIntoRanges cuts the shards' totals into sorted
-n-gram ranges (Flink's checkpointed mode: shards and ranges live in keyed state,
-which checkpoints hold); TotalNgramsOnDisk (transforms/spill.py; the embedded runner and
+Two ways, with the same totals: TotalNgramRanges cuts run tables into sorted n-gram
+ranges by a sample sort and sums each range's runs (Flink's checkpointed mode: the
+tables and ranges live in keyed state, which checkpoints hold); TotalNgramsOnDisk (transforms/spill.py; the embedded runner and
 Flink's batch mode) spills sorted run files and merges each n-gram range with bounded
 memory, writing the part files as it goes. Also the totals of each order (n-grams, matches, volumes) that the
 manifest records.
 """
+
+import random
 
 import apache_beam as beam
 import numpy as np
@@ -16,10 +17,9 @@ import pyarrow.compute as pc
 
 from ngramflow.schemas import layout, ngrams_schema, order_of
 from ngramflow.transforms import checked, columnar
-from ngramflow.transforms.merge import SumRunTables, record_bytes
+from ngramflow.transforms.merge import merge_runs, record_bytes
 from ngramflow.transforms.sample_sort import CutIntoParts
-from ngramflow.transforms.shards import SplitByShard
-from ngramflow.transforms.sizing import range_bytes, range_sample_every
+from ngramflow.transforms.sizing import PIECES_PER_RANGE, range_bytes, range_sample_every
 
 
 def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:
@@ -46,58 +46,62 @@ def to_ngram_table(totals: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=ngrams_schema(keep_years))
 
 
-class TotalNgrams(beam.PTransform):
-    """Run tables -> (shard, n-gram table) with schemas.NGRAMS rows, each sorted by n-gram.
+class SpreadPieces(beam.DoFn):
+    """Run table -> (key, piece): the table cut into pieces of consecutive rows of at most ``piece_bytes``,
+    dealt to the keys 0..keys-1 in turn (from a random first key per worker), so that every key receives
+    about the same bytes whatever the tables' sizes."""
 
-    Runs are split by a stable hash of the n-gram, so every n-gram's runs meet
-    in one shard. On Flink a shard's group is one Java List (batch) or one
-    RocksDB value (checkpointed): ``shards`` comes from sizing.merge_shards,
-    which keeps each within the key budget at any input size.
+    def __init__(self, keys: int, piece_bytes: int):
+        self.keys, self.piece_bytes = keys, piece_bytes
+        self.next_key = 0
+
+    def setup(self):
+        self.next_key = random.randrange(self.keys)
+
+    def process(self, table: pa.Table):
+        rows = max(1, table.num_rows * self.piece_bytes // max(1, table.nbytes))
+        for start in range(0, table.num_rows, rows):
+            yield self.next_key, table.slice(start, rows)  # a pickled slice carries its rows only (wire.py)
+            self.next_key = (self.next_key + 1) % self.keys
+
+
+class TotalNgramRanges(beam.PTransform):
+    """Run tables -> (range, n-gram table): schemas.NGRAMS rows at or above the minimum count, one table per
+    contiguous n-gram range of about sizing.range_bytes() of runs, sorted (Flink's checkpointed mode, where
+    every group is keyed state: a checkpoint holds them).
+
+    While the input is read, each run table waits under one of ``keys`` keys (sizing.merge_shards, within
+    the key budget at any input size); at its end a sample sort (transforms/sample_sort.py) cuts every
+    piece at the ranges' splitters, and each range sums its runs. A piece meets the ranges it spans: in
+    Google's files, sorted and with each n-gram in one file, that is one or two, so pieces grow with the
+    input. (A hash of the n-gram first, then the cut, split every table over every key and every key's
+    totals over every range: keys x ranges pieces, which grew with the square of the input, and twice
+    the input through keyed state; BENCHMARKS.md, "Flink at scale".)
     """
 
-    def __init__(self, min_count: int, shards: int):
+    def __init__(self, min_count: int, keys: int):
         super().__init__()
-        self.min_count, self.shards = min_count, shards
+        self.min_count, self.keys = min_count, keys
 
     def expand(self, runs):
         min_count = self.min_count
         return (
             runs
-            | "Shard runs by n-gram" >> SplitByShard("ngram", self.shards)
-            # Grouped, then combined: a lifted CombinePerKey holds every key's partial table in the Python
-            # worker until a bundle ends, and a bundle of Flink's batch mode is a worker's whole share of the
-            # input (measured: 8M distinct 2-grams ran the TaskManager out of heap as those tables arrived).
-            | "Gather each shard's runs" >> beam.GroupByKey()
-            | "Sum runs per n-gram" >> beam.CombineValues(SumRunTables())
-            | "Keep n-grams with enough matches" >> beam.MapTuple(
-                lambda shard, t: (shard, to_ngram_table(keep_frequent(t, min_count))))
-        )
-
-
-class SortIntoRanges(beam.PTransform):
-    """(shard, n-gram table) -> (range, n-gram table): the n-grams cut into contiguous ranges of about
-    sizing.range_bytes each, sorted, so that each part file holds one range (as the spill path's do) and
-    a look-up reads one file. ``shards``: the shard keys of the input, 0..shards-1."""
-
-    def __init__(self, shards: int):
-        super().__init__()
-        self.shards = shards
-
-    def expand(self, ngram_tables):
-        return (
-            ngram_tables
+            | "Spread runs over keys" >> beam.ParDo(SpreadPieces(self.keys, range_bytes() // PIECES_PER_RANGE))
             | "Cut the n-gram order into ranges" >> CutIntoParts(
-                "ngram", range_sample_every(), range_bytes(), lambda table: table.nbytes, self.shards)
+                "ngram", range_sample_every(), range_bytes(), lambda table: table.nbytes, self.keys,
+                group_metric="ngram input bytes")
             | "Gather each range" >> beam.GroupByKey()
-            | "Sort each range" >> beam.MapTuple(lambda index, pieces: (index, sorted_range(pieces)))
+            | "Total each range" >> beam.MapTuple(
+                lambda index, pieces: (index, to_ngram_table(keep_frequent(total_range(pieces), min_count))))
         )
 
 
-def sorted_range(pieces) -> pa.Table:
-    """One range's pieces (from every shard; an n-gram is in one) as one table sorted by n-gram."""
+def total_range(pieces) -> pa.Table:
+    """One range's pieces of runs (from every key) -> one row per n-gram, sorted by n-gram."""
     table = pa.concat_tables(list(pieces))
     record_bytes("range bytes", table.nbytes)
-    return table.take(pc.sort_indices(table["ngram"])).combine_chunks()
+    return merge_runs(table)
 
 
 def range_records(index: int, ngrams: pa.Table):
