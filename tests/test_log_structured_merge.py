@@ -80,7 +80,6 @@ def test_merge_token_tables_equals_one_merge_of_everything_in_any_order():
 def test_the_accumulator_stays_logarithmic():
     """Each table of the stack holds more than twice the rows of the one above it: a key of n rows is held
     as at most log2(n) tables, and every row has been merged at most that many times."""
-    rng = np.random.default_rng(7)
     fn = MergeTokenTables()
     stack = fn.create_accumulator()
     for i in range(300):

@@ -2,10 +2,11 @@
 
 Two ways, with the same totals: TotalNgramRanges cuts run tables into sorted n-gram
 ranges by a sample sort and sums each range's runs (Flink's checkpointed mode: the
-tables and ranges live in keyed state, which checkpoints hold); TotalNgramsOnDisk (transforms/spill.py; the embedded runner and
-Flink's batch mode) spills sorted run files and merges each n-gram range with bounded
-memory, writing the part files as it goes. Also the totals of each order (n-grams, matches, volumes) that the
-manifest records.
+tables and ranges live in keyed state, which checkpoints hold); TotalNgramsOnDisk
+(transforms/spill.py; the embedded runner and Flink's batch mode) spills sorted run
+files and merges each n-gram range with bounded memory, writing the part files as it
+goes. Also the totals of each order (n-grams, matches, volumes) that the manifest
+records.
 """
 
 import random
