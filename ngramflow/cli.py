@@ -16,6 +16,7 @@ from ngramflow.corpus.cli import run as run_corpus_command
 from ngramflow.errors import RunFailed, UserError
 from ngramflow.pipeline.option_fields import typed
 from ngramflow.pipeline.flink.cli import add_flink_commands
+from ngramflow.pipeline.kafka.cli import add_kafka_commands
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.query.cli import add_query_command
 
@@ -167,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import(sub)
     add_corpus_commands(sub).set_defaults(handler=run_corpus_command)
     add_flink_commands(sub)
+    add_kafka_commands(sub)
     _add_sample_corpus(sub)
     _add_mkn(sub)
     add_query_command(sub)

@@ -42,8 +42,8 @@ def dist_dir() -> str:
     return os.path.join(FLINK_HOME, f"flink-{FLINK_DIST_VERSION}")
 
 
-def _pom_digest() -> str:
-    with open(os.path.join(INFRA, "pom.xml"), "rb") as fh:
+def _pom_digest(pom: str) -> str:
+    with open(pom, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
@@ -74,17 +74,22 @@ def _run(command: list[str], what: str, log) -> None:
         raise RunFailed(f"could not {what} ({' '.join(command[:3])} ... exited {done.returncode}):\n{tail}")
 
 
-def _build_job_server(log) -> None:
-    folder = os.path.dirname(job_server_lib())
-    os.makedirs(FLINK_HOME, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix="job-server-", dir=FLINK_HOME)
+def maven_classpath(pom: str, folder: str, what: str, log=None) -> str:
+    """FOLDER/lib: the runtime dependencies of the Maven ``pom``, copied there once (again when the pom
+    changes); ``what`` says what they are for, in messages."""
+    if _done(folder, _pom_digest(pom)):
+        return os.path.join(folder, "lib")
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=os.path.basename(folder) + "-", dir=parent)
     try:
-        _run(["mvn", "-B", "-q", "-f", os.path.join(INFRA, "pom.xml"), "dependency:copy-dependencies",
+        _run(["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies",
               f"-DoutputDirectory={os.path.join(staging, 'lib')}"],
-             "assemble the Beam Flink job server classpath with Maven", log)
-        _publish(staging, folder, _pom_digest())
+             f"assemble {what} with Maven", log or _quiet)
+        _publish(staging, folder, _pom_digest(pom))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return os.path.join(folder, "lib")
 
 
 def _wanted(member: str) -> str | None:
@@ -127,9 +132,8 @@ def _quiet(_message: str) -> None:
 
 def ensure_job_server(log=_quiet) -> str:
     """The job server's lib folder, built first if needed."""
-    if not _done(os.path.dirname(job_server_lib()), _pom_digest()):
-        _build_job_server(log)
-    return job_server_lib()
+    return maven_classpath(os.path.join(INFRA, "pom.xml"), os.path.dirname(job_server_lib()),
+                           "the Beam Flink job server classpath", log)
 
 
 def ensure_dist(log=_quiet) -> str:

@@ -59,9 +59,11 @@ class FlinkRunInfo:
     checkpoints: list[dict] = field(default_factory=list)
     #: The largest group, accumulator or state value per kind of key, in bytes (merge.key_sizes).
     largest_key_bytes: dict = field(default_factory=dict)
+    #: The job server's expansion service, for cross-language transforms (KafkaIO); not recorded.
+    expansion_service: str | None = None
 
     def recorded(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "expansion_service"}
 
 
 def newest_checkpoint(path: str) -> str | None:
@@ -159,14 +161,16 @@ def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker:
 
 
 @contextlib.contextmanager
-def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str | None):
+def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str | None, classpath=()):
     """Job server (with the embedded cluster for [local]) and Python worker for one import.
 
     Yields (Beam pipeline arguments, FlinkRunInfo). A failure of the job comes
     out as RunFailed naming the job server's log and, for checkpointed runs,
     the checkpoint to resume from; input errors pass through unchanged.
     ``identity`` (run_identity) is recorded beside the run's checkpoints;
-    ``resume`` is the checkpoint to resume from (resume_point), if any.
+    ``resume`` is the checkpoint to resume from (resume_point), if any; ``classpath``: folders of
+    connector jars for the job server and the job (JobServer), whose expansion service is then
+    ``info.expansion_service``.
     """
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     run_dir = os.path.join(FLINK_HOME, "runs", run_id)
@@ -189,7 +193,8 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
         heap_flags = config.embedded_heap_flags(bound)
     conf_dir = config.write_conf_dir(os.path.join(run_dir, "conf"), settings)
     log_path = os.path.join(run_dir, "job-server.log")
-    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags)
+    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags, classpath)
+    info.expansion_service = server.expansion_endpoint
     try:
         with LoopbackWorkerPool() as worker:
             server.start()

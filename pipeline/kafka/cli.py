@@ -1,0 +1,50 @@
+"""`ngramflow kafka up|down|status`: a local Kafka broker for queue-fed imports."""
+
+import json
+
+from ngramflow.pipeline.kafka.broker import DEFAULT_DIR, Broker
+
+
+def _up(args) -> int:
+    status = Broker(args.broker_dir).up()
+    print(f"Kafka broker running: bootstrap {status['bootstrap']} (pid {status['pid']}), log {status['log']}\n"
+          f"publish with: ngramflow corpus publish FILE... --to kafka://{status['bootstrap']}/TOPIC")
+    return 0
+
+
+def _down(args) -> int:
+    stopped = Broker(args.broker_dir).down(purge=args.purge)
+    print(f"stopped {len(stopped)} process(es)" + (f": {' '.join(map(str, stopped))}" if stopped else ""))
+    return 0
+
+
+def _status(args) -> int:
+    status = Broker(args.broker_dir).status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    elif not status["running"]:
+        print(f"no Kafka broker running in {status['folder']}")
+    else:
+        print(status["bootstrap"])
+    return 0 if status["running"] else 3
+
+
+def add_kafka_commands(sub) -> None:
+    p = sub.add_parser("kafka", help="run a local Kafka broker (KRaft, one node) for queue-fed imports",
+                       description="A local Apache Kafka broker (one JVM, KRaft mode, listening on 127.0.0.1 "
+                                   "only) for 'ngramflow corpus publish' and 'ngramflow import --from-kafka'. "
+                                   "Its jars come from Maven Central on first use.")
+    commands = p.add_subparsers(dest="kafka_command", required=True, metavar="COMMAND")
+    for name, handler, text in (("up", _up, "start the broker (again on the same ports and data after 'down')"),
+                                ("down", _down, "stop the broker's process (by its recorded pid)"),
+                                ("status", _status, "print the bootstrap address (HOST:PORT) of a running "
+                                                    "broker; exit 3 if none runs")):
+        c = commands.add_parser(name, help=text, description=text)
+        c.add_argument("--broker-dir", default=DEFAULT_DIR, metavar="DIR",
+                       help="the broker's configuration, data, log and pid (environment: NGRAMFLOW_KAFKA_BROKER; "
+                            "default: %(default)s)")
+        c.set_defaults(handler=handler)
+        if name == "down":
+            c.add_argument("--purge", action="store_true", help="also delete the broker's topics and folder")
+        if name == "status":
+            c.add_argument("--json", action="store_true", help="machine-readable output")
