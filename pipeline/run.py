@@ -160,7 +160,7 @@ def _failure_reason(err: Exception, output: str) -> str | None:
 
 
 def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
-    opts.validate()
+    opts.validate().validate_sources()
     resume = _resume_point(opts)
     inputs = expand_inputs(_local_inputs(opts))
     if opts.workers is None:  # decided here, where the input's size is known; the manifest records the number
