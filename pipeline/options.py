@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it s
 #: Where downloaded corpus files are kept between runs.
 DEFAULT_CACHE = os.environ.get("NGRAMFLOW_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow"))
 YEARS = Within(YEAR_MIN, YEAR_MAX)
+#: What an import from a queue expects to read unless told (--queue-input-size): it sizes the keyed merge
+#: before any file is known; a corpus much larger than this makes each key's group larger, not wrong.
+DEFAULT_QUEUE_INPUT_SIZE, QUEUE_INPUT_SIZE = "1g", Size("1k")
 
 
 @dataclass
@@ -65,7 +68,7 @@ class ImportOptions:
                ("mode", "checkpointed", "a queue is read as a stream, whose offsets Flink's checkpoints hold")))
     queue_input_size: str | None = option(
         None, "with --from-kafka: the total size of the files the queue will carry, about; sizes the keyed merge "
-              "(default 1g)", metavar="SIZE", allowed=Size("1k"))
+              f"(default {DEFAULT_QUEUE_INPUT_SIZE})%(default).0s", metavar="SIZE", allowed=QUEUE_INPUT_SIZE)
     events: str | None = option(
         None, "with --from-kafka: publish the run's events (each file completed with its rows read and rejected, "
               "the end of the input, the final summary) as JSON messages to this Kafka topic",
@@ -97,6 +100,10 @@ class ImportOptions:
             raise UserError("give either INPUT files or --from-kafka" if self.inputs else
                             "no INPUT given (files, folders, patterns), and no --from-kafka")
         return self
+
+    def queue_bytes(self) -> int:
+        """The expected input of --from-kafka, in bytes (--queue-input-size)."""
+        return QUEUE_INPUT_SIZE.bytes("--queue-input-size", self.queue_input_size or DEFAULT_QUEUE_INPUT_SIZE)
 
     def read_settings(self, progress_dir: str | None = None) -> "ReadSettings":
         from ngramflow.transforms.read import ReadSettings

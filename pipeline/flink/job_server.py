@@ -41,21 +41,16 @@ class LoopbackWorkerPool:
 class JobServer:
     """FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``.
 
-    ``classpath``: more folders of jars (e.g. Beam's KafkaIO). The driver's built-in expansion service
-    (``expansion_endpoint``) then expands their cross-language transforms, and the driver ships its whole
-    classpath to the cluster with the job, so the TaskManagers run them without installing anything.
+    ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver ships its whole classpath to the
+    cluster with the job, so the TaskManagers run those transforms without installing anything.
     """
 
     def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=(), classpath=()):
         self.flink_master, self.conf_dir, self.log_path = flink_master, conf_dir, log_path
         self.heap_flags, self.classpath = list(heap_flags), list(classpath)
         self.process = None
-        self.job_port, self.expansion_port = jvm.free_port(), jvm.free_port()
+        self.job_port = jvm.free_port()
         self.peak_rss = None
-
-    @property
-    def expansion_endpoint(self) -> str:
-        return f"127.0.0.1:{self.expansion_port}"
 
     @property
     def endpoint(self) -> str:
@@ -67,7 +62,7 @@ class JobServer:
         command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags,
                    "-cp", os.pathsep.join(os.path.join(folder, "*") for folder in [lib, *self.classpath]), DRIVER,
                    "--job-host=127.0.0.1", f"--job-port={self.job_port}",
-                   f"--artifact-port={jvm.free_port()}", f"--expansion-port={self.expansion_port}",
+                   f"--artifact-port={jvm.free_port()}", f"--expansion-port={jvm.free_port()}",
                    f"--artifacts-dir={artifacts}", f"--flink-master={self.flink_master}",
                    f"--flink-conf-dir={self.conf_dir}"]
         self.process = jvm.start(command, self.log_path)
