@@ -126,8 +126,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "harmless: the import counts a name and checksum once, and refuses a name published with another "
         "checksum. The producer is idempotent.",
     )
-    publisher.add_argument("paths", nargs="+", metavar="PATH",
-                           help="files, or folders whose .gz files (recursively) are published in name order")
+    publisher.add_argument("paths", nargs="*", metavar="PATH",
+                           help="files, or folders whose .gz files (recursively) are published in name order; none "
+                                "with --end-of-corpus publishes only the marker")
     publisher.add_argument("--to", required=True, metavar="kafka://HOST:PORT/TOPIC", help="the topic (required)")
     _add_end_option(publisher)
     publisher.set_defaults(func=_cmd_publish)
@@ -263,6 +264,8 @@ def _publish_paths(paths: list[str]) -> list[str]:
 
 def _cmd_publish(args: argparse.Namespace) -> int:
     target = queue.QueueAddress.parse(args.to, "--to")
+    if not args.paths and not args.end_of_corpus:
+        raise UsageError("nothing to publish: give PATH... or --end-of-corpus")
     files = _publish_paths(args.paths)
     publisher = queue.Publisher(target)
     for path in files:
