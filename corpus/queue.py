@@ -71,8 +71,8 @@ def end_message(files: int) -> dict:
 
 
 def encode(message: dict) -> tuple[bytes, bytes]:
-    """(key, value) of a message on the topic."""
-    key = END_KEY if message["type"] == END else message["name"]
+    """(key, value) of a message on the topic: a file's by its name (a run event's by its path)."""
+    key = message.get("name") or message.get("path") or END_KEY
     return key.encode(), json.dumps(message, sort_keys=True).encode()
 
 
@@ -162,7 +162,8 @@ class Publisher:
         ensure_topic(address)
         self.address, self.errors = address, []
         self.producer = Producer({"bootstrap.servers": address.bootstrap, "enable.idempotence": True,
-                                  "acks": "all", "delivery.timeout.ms": DELIVERY_TIMEOUT * 1000})
+                                  "acks": "all", "delivery.timeout.ms": DELIVERY_TIMEOUT * 1000,
+                                  "log_level": 3})  # errors only: retries are no news (close reports failures)
 
     def _delivered(self, err, _record) -> None:
         if err is not None:

@@ -100,6 +100,10 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
      | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES)))
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
+    if opts.events:
+        from ngramflow.pipeline.kafka.events import PublishRunEvents
+
+        results["file_stats"] | "Publish run events" >> PublishRunEvents(opts.events, settings.slice_bytes)
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
     return plan
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ngramflow.pipeline import option_fields
+from ngramflow.corpus.queue import QueueAddress
 from ngramflow.errors import UserError
 from ngramflow.pipeline.option_fields import OneOf, Size, Within, option
 from ngramflow.pipeline.flink.options import FlinkOptions
@@ -88,6 +89,9 @@ class ImportOptions:
         for flag, value in (("--events", self.events), ("--queue-input-size", self.queue_input_size)):
             if value and not self.from_kafka:
                 raise UserError(f"{flag} needs --from-kafka")
+        for flag, value in (("--from-kafka", self.from_kafka), ("--events", self.events)):
+            if value:
+                QueueAddress.parse(value, flag)
         if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
             raise UserError(f"--year-min {self.year_min} is after --year-max {self.year_max}")
         if self.mkn:

@@ -32,6 +32,10 @@ from ngramflow.transforms.read import InputFileError, merge_file_stats
 from ngramflow.transforms.sizing import default_workers
 from ngramflow.transforms.spill import range_index
 
+#: What the final run event of --events carries of the manifest.
+SUMMARY_FIELDS = ("rows_read", "rows_rejected", "orders", "vocabulary_tokens", "output_bytes", "wall_seconds")
+
+
 @dataclass
 class ImportResult:
     manifest: dict
@@ -207,6 +211,11 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
                               resume=resume is not None)
         try:
             manifest = _import(opts, inputs, totalcounts, flink, target, progress)
+            if opts.events:
+                from ngramflow.pipeline.kafka.events import publish_summary
+
+                publish_summary(opts.events, {"output": os.path.abspath(opts.output), "files": len(manifest["inputs"]),
+                                              **{k: manifest[k] for k in SUMMARY_FIELDS}})
         except KeyboardInterrupt:
             target.mark_failed("interrupted by the user")
             raise

@@ -105,13 +105,13 @@ def publish(address: str, files, *options) -> None:
     assert run_cli("corpus", "publish", *files, "--to", address, *options) == 0
 
 
-def start_import(address: str, output, cluster, checkpoints) -> subprocess.Popen:
+def start_import(address: str, output, cluster, checkpoints, *options) -> subprocess.Popen:
     """A checkpointed import of the queue as its own process, as a user runs it, checkpointing every second."""
     return subprocess.Popen(
         [sys.executable, "-m", "ngramflow.cli", "import", "--from-kafka", address, "--output", str(output),
          "--quiet", "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
          "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
-         "--queue-input-size", "16m", "--workers", "2"],
+         "--queue-input-size", "16m", "--workers", "2", *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -188,9 +188,9 @@ def test_publishing_is_idempotent_and_a_name_is_one_file(broker, corpus, tmp_pat
 
 def test_import_follows_the_queue_while_files_arrive_each_twice(broker, cluster, corpus, reference, tmp_path):
     """Started on an empty topic; three batches published while it runs, every file twice; then the marker."""
-    address = topic(broker, "batches")
+    address, events = topic(broker, "batches"), topic(broker, "batches-events")
     started = time.time()
-    process = start_import(address, tmp_path / "out", cluster, tmp_path / "checkpoints")
+    process = start_import(address, tmp_path / "out", cluster, tmp_path / "checkpoints", "--events", events)
     job = running_job(cluster, process)
     for batch in thirds(corpus):
         publish(address, batch)
@@ -203,6 +203,14 @@ def test_import_follows_the_queue_while_files_arrive_each_twice(broker, cluster,
     print(f"\nimport from the queue: {time.time() - started:.1f} s, "
           f"checkpoints {rest.checkpoints(cluster.rest_address, job)['counts']}")
     assert_same_dataset(tmp_path / "out", reference)
+
+    # The run events: every file done with its rows, progress up to all files, the summary last.
+    messages = queue.read_topic(queue.QueueAddress.parse(events, "test"))
+    done = {m["path"]: m for m in messages if m["type"] == "file_done"}
+    assert sorted(done) == sorted(corpus)
+    assert sum(m["rows_read"] for m in done.values()) == reference["rows_read"]
+    assert max(m["files_done"] for m in messages if m["type"] == "progress") >= len(corpus)
+    assert messages[-1]["type"] == "summary" and messages[-1]["rows_read"] == reference["rows_read"]
 
 
 def test_killed_taskmanager_restores_offsets_and_counts_exactly(broker, cluster, corpus, reference, tmp_path):
