@@ -67,9 +67,16 @@ def _mkn_settings(args, order):
     return MknSettings(order=order, fallback=parse_fallback(args.discount_fallback), arpa=args.arpa, memory=memory)
 
 
+def _quiet_beam(verbose: bool) -> None:
+    """Beam logs a failing DoFn's stack trace itself, and a portable runner's job messages (a failed Flink
+    job's traceback among them) through the root logger; we report the cause in one line."""
+    level = logging.INFO if verbose else logging.CRITICAL
+    logging.getLogger("apache_beam").setLevel(level)
+    logging.getLogger().setLevel(level)
+
+
 def _import(args) -> int:
-    # Beam logs a failing DoFn's stack trace itself; we report the cause in one line.
-    logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    _quiet_beam(args.verbose)
     from ngramflow.pipeline.run import run_import, summary
 
     opts = option_fields.from_args(ImportOptions, args, beam_args=args.beam_args,
@@ -119,7 +126,7 @@ def _add_mkn(sub):
 
 
 def _mkn(args) -> int:
-    logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    _quiet_beam(args.verbose)
     from ngramflow.pipeline.mkn import fallback_notes, summary_lines
     from ngramflow.pipeline.mkn_run import run_mkn
     from ngramflow.pipeline.run import summary_row

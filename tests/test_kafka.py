@@ -248,3 +248,18 @@ def test_broker_stopped_and_restarted_mid_run(broker, cluster, corpus, reference
     code, err = finish(process)
     assert code == 0, err
     assert_same_dataset(tmp_path / "out", reference)
+
+
+def test_another_file_under_a_counted_name_fails_the_run_in_one_line(broker, cluster, corpus, tmp_path):
+    address = topic(broker, "conflict")
+    publish(address, corpus[:2])
+    impostor = tmp_path / os.path.basename(corpus[0])  # same name, other content
+    impostor.write_bytes(open(corpus[2], "rb").read())
+    publish(address, [str(impostor)])
+    process = start_import(address, tmp_path / "out", cluster, tmp_path / "checkpoints")
+    code, err = finish(process)
+    assert code == 1, err
+    # The last line says why (a LOOPBACK worker prints the failing bundle's traceback before it: Beam's own).
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("ngramflow: run failed: ") and f"two different files named {impostor.name}" in last, err
+    assert os.path.exists(tmp_path / "out" / "_INCOMPLETE")
