@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass
 
 from ngramflow.errors import RunFailed, UserError
-from ngramflow.transforms.read import CORRUPT_ERRORS, LineReader
 
 SCHEME = "kafka://"
 _ADDRESS = re.compile(r"kafka://([\w.\-]+:\d{1,5}(?:,[\w.\-]+:\d{1,5})*)/([A-Za-z0-9._\-]{1,249})")
@@ -49,6 +48,8 @@ class QueueAddress:
 
 def file_message(path: str) -> dict:
     """The message of one file: where it is, what it holds, and its checksum (read once, whole)."""
+    from ngramflow.transforms.read import CORRUPT_ERRORS, LineReader  # Beam: not for `import` of options
+
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as fh:

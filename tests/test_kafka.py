@@ -20,7 +20,7 @@ from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
 from ngramflow.pipeline.kafka import provision as kafka_provision
 from ngramflow.pipeline.kafka.broker import Broker
-from test_flink import assert_same_dataset, content, finish, kill, running_job
+from test_flink import assert_same_dataset, content, finish, kill, running_job, wait_for_checkpoints
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLICE_SIZE = "64k"
@@ -113,19 +113,6 @@ def start_import(address: str, output, cluster, checkpoints, *options) -> subpro
          "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
          "--queue-input-size", "16m", "--workers", "2", *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for_checkpoints(cluster, job: str, completed: int, timeout: float = 180) -> None:
-    """Until the job has completed this many checkpoints (a job being restarted has no statistics: retried)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if rest.checkpoints(cluster.rest_address, job)["counts"]["completed"] >= completed:
-                return
-        except rest.RestUnavailable:
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"fewer than {completed} checkpoints completed within {timeout} s")
 
 
 def thirds(files):

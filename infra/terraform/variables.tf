@@ -42,6 +42,11 @@ variable "availability_zone" {
   default     = null
 }
 
+locals {
+  # An IPv4 CIDR of /16 or narrower: the most any rule of the module opens to a network outside the cluster.
+  narrow_ipv4_cidr = "^\\d{1,3}(\\.\\d{1,3}){3}/(1[6-9]|2\\d|3[0-2])$"
+}
+
 variable "operator_cidrs" {
   description = "IPv4 ranges (/16 or narrower) allowed to reach the Flink REST API and web UI (port 8081), e.g. an office VPN. Empty: no network access from outside the cluster; use SSM Session Manager and its port forwarding instead. SSH is never opened."
   type        = list(string)
@@ -50,7 +55,7 @@ variable "operator_cidrs" {
   validation {
     condition = alltrue([
       for cidr in var.operator_cidrs :
-      can(regex("^\\d{1,3}(\\.\\d{1,3}){3}/(1[6-9]|2\\d|3[0-2])$", cidr)) && can(cidrhost(cidr, 0))
+      can(regex(local.narrow_ipv4_cidr, cidr)) && can(cidrhost(cidr, 0))
     ])
     error_message = "operator_cidrs: IPv4 CIDRs with a prefix of /16 to /32. Flink's REST API runs submitted code, so it is never opened to the internet (0.0.0.0/0)."
   }
@@ -77,7 +82,7 @@ variable "kafka_cidrs" {
   validation {
     condition = alltrue([
       for cidr in var.kafka_cidrs :
-      can(regex("^\\d{1,3}(\\.\\d{1,3}){3}/(1[6-9]|2\\d|3[0-2])$", cidr)) && can(cidrhost(cidr, 0))
+      can(regex(local.narrow_ipv4_cidr, cidr)) && can(cidrhost(cidr, 0))
     ])
     error_message = "kafka_cidrs: IPv4 CIDRs with a prefix of /16 to /32 (the brokers' networks, never the internet)."
   }

@@ -12,7 +12,6 @@ a Kafka queue"). Everything lives in one folder:
 import, a publisher) reconnect to it as to a restarted server.
 """
 
-import json
 import shutil
 import os
 import subprocess
@@ -57,18 +56,10 @@ class Broker:
         self.log_path = os.path.join(self.folder, "kafka.log")
 
     def state(self) -> dict | None:
-        try:
-            with open(self.state_path) as fh:
-                return json.load(fh)
-        except FileNotFoundError:
-            return None
+        return jvm.load_state(self.state_path)
 
     def _save(self, state: dict) -> None:
-        os.makedirs(self.folder, exist_ok=True)
-        tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(state, fh, indent=2)
-        os.replace(tmp, self.state_path)
+        jvm.save_state(self.state_path, state)
 
     def alive(self) -> bool:
         state = self.state()

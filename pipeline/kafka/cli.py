@@ -1,7 +1,6 @@
 """`ngramflow kafka up|down|status`: a local Kafka broker for queue-fed imports."""
 
-import json
-
+from ngramflow.pipeline.flink.cli import report_status, report_stopped
 from ngramflow.pipeline.kafka.broker import DEFAULT_DIR, Broker
 
 
@@ -13,20 +12,12 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    stopped = Broker(args.broker_dir).down(purge=args.purge)
-    print(f"stopped {len(stopped)} process(es)" + (f": {' '.join(map(str, stopped))}" if stopped else ""))
-    return 0
+    return report_stopped(Broker(args.broker_dir).down(purge=args.purge))
 
 
 def _status(args) -> int:
-    status = Broker(args.broker_dir).status()
-    if args.json:
-        print(json.dumps(status, indent=2))
-    elif not status["running"]:
-        print(f"no Kafka broker running in {status['folder']}")
-    else:
-        print(status["bootstrap"])
-    return 0 if status["running"] else 3
+    return report_status(Broker(args.broker_dir).status(), args.json, "Kafka broker",
+                         lambda status: status["bootstrap"])
 
 
 def add_kafka_commands(sub) -> None:
