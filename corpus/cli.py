@@ -127,8 +127,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "checksum. The producer is idempotent.",
     )
     publisher.add_argument("paths", nargs="*", metavar="PATH",
-                           help="files, or folders whose .gz files (recursively) are published in name order; none "
-                                "with --end-of-corpus publishes only the marker")
+                           help="files (local, or gs:// and s3:// URIs with Beam's extra for them), or local "
+                                "folders whose .gz files (recursively) are published in name order; none with "
+                                "--end-of-corpus publishes only the marker")
     publisher.add_argument("--to", required=True, metavar="kafka://HOST:PORT/TOPIC", help="the topic (required)")
     _add_end_option(publisher)
     publisher.set_defaults(func=_cmd_publish)
@@ -252,7 +253,9 @@ def _end(target: "queue.QueueAddress") -> None:
 def _publish_paths(paths: list[str]) -> list[str]:
     files = []
     for path in paths:
-        if os.path.isdir(path):
+        if "://" in path:  # gs:// or s3://, read through Beam's file systems
+            files.append(path)
+        elif os.path.isdir(path):
             files += sorted(os.path.join(root, name) for root, _, names in os.walk(path, followlinks=True)
                             for name in names if name.endswith(".gz"))
         elif os.path.isfile(path):

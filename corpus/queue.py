@@ -47,24 +47,28 @@ class QueueAddress:
 
 
 def file_message(path: str) -> dict:
-    """The message of one file: where it is, what it holds, and its checksum (read once, whole)."""
-    from ngramflow.transforms.read import CORRUPT_ERRORS, LineReader  # Beam: not for `import` of options
+    """The message of one file (local, or gs:// / s3:// through Beam's file systems): where it is, what it
+    holds, and its checksum (read once, whole)."""
+    from apache_beam.io.filesystems import FileSystems  # Beam: not for `import` of the options
 
-    digest = hashlib.sha256()
+    from ngramflow.transforms.read import CORRUPT_ERRORS, LineReader
+
+    uri = path if "://" in path else os.path.abspath(path)
+    digest, size = hashlib.sha256(), 0
     try:
-        with open(path, "rb") as fh:
+        with FileSystems.open(uri, compression_type="uncompressed") as fh:
             while block := fh.read(1 << 20):
                 digest.update(block)
-        reader = LineReader(path, None)
+                size += len(block)
+        reader = LineReader(uri, None)
     except CORRUPT_ERRORS as err:
         raise UserError(f"cannot publish {path}: {err}") from None
     try:
         first = reader.pending.split(b"\n", 1)[0].split(b"\t", 1)[0].decode("utf-8", "replace")
     finally:
         reader.close()
-    return {"type": FILE, "name": os.path.basename(path), "uri": os.path.abspath(path),
-            "size": os.path.getsize(path), "sha256": digest.hexdigest(), "format": reader.format,
-            "order": first.count(" ") + 1 if first else None}
+    return {"type": FILE, "name": uri.rstrip("/").rsplit("/", 1)[-1], "uri": uri, "size": size,
+            "sha256": digest.hexdigest(), "format": reader.format, "order": first.count(" ") + 1 if first else None}
 
 
 def end_message(files: int) -> dict:
