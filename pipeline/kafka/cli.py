@@ -1,7 +1,18 @@
 """`ngramflow kafka up|down|status`: a local Kafka broker for queue-fed imports."""
 
+import sys
+
 from ngramflow.pipeline.flink.cli import report_status, report_stopped
+from ngramflow.pipeline.kafka import provision
 from ngramflow.pipeline.kafka.broker import DEFAULT_DIR, Broker
+
+
+def _provision(args) -> int:
+    def log(message):
+        print(message, file=sys.stderr)
+
+    print(f"broker: {provision.ensure_broker(log)}\nKafkaIO for the job server: {provision.ensure_connector(log)}")
+    return 0
 
 
 def _up(args) -> int:
@@ -26,6 +37,9 @@ def add_kafka_commands(sub) -> None:
                                    "only) for 'ngramflow corpus publish' and 'ngramflow import --from-kafka'. "
                                    "Its jars come from Maven Central on first use.")
     commands = p.add_subparsers(dest="kafka_command", required=True, metavar="COMMAND")
+    c = commands.add_parser("provision", help="assemble the broker's jars and Beam's KafkaIO (Maven) into the "
+                                              "cache, once; up and imports from a queue do it on first use")
+    c.set_defaults(handler=_provision)
     for name, handler, text in (("up", _up, "start the broker (again on the same ports and data after 'down')"),
                                 ("down", _down, "stop the broker's process (by its recorded pid)"),
                                 ("status", _status, "print the bootstrap address (HOST:PORT) of a running "
