@@ -35,10 +35,14 @@ def read_end(out: OutputDir) -> dict | None:
         return json.load(fh)
 
 
-def _our_job(address: str, since_ms: int) -> str | None:
+def _our_job(address: str, result, since_ms: int) -> str | None:
+    """The Flink job of ``result``: Flink names it after Beam's job id (its part before "_"); failing that
+    (another Beam version), the one Beam job that started since the submission."""
+    name = str(getattr(result, "_job_id", "")).split("_")[0]
     live = [j for j in rest.jobs(address) if j["name"].startswith("BeamApp") and j["start-time"] >= since_ms
             and j["state"] not in ("FINISHED", "FAILED", "CANCELED")]
-    return live[0]["jid"] if len(live) == 1 else None
+    named = [j for j in live if j["name"] == name]
+    return named[0]["jid"] if named else (live[0]["jid"] if len(live) == 1 else None)
 
 
 class _Checkpoints:
@@ -69,7 +73,7 @@ def stop_at_end_of_queue(result, out: OutputDir, address: str, savepoint_dir: st
     while not PipelineState.is_terminal(result.state):
         time.sleep(POLL)
         try:
-            job = job or _our_job(address, since_ms)
+            job = job or _our_job(address, result, since_ms)
             if job is None:
                 continue
             now = _Checkpoints(address, job)
