@@ -47,6 +47,8 @@ RANGES = f"{WORK}/ranges"
 #: An import from a Kafka queue: the end-of-corpus marker's count of distinct files, written when the job
 #: has read the marker (pipeline/kafka/read.py); the run then ends the job (pipeline/kafka/end.py).
 QUEUE_END = f"{WORK}/queue-end.json"
+#: ... and a second file published under a name already counted, which fails the run (pipeline/kafka/end.py).
+QUEUE_CONFLICT = f"{WORK}/queue-conflict.json"
 #: Scratch of the embedded runner's aggregation: sorted run files (transforms/spill.py); never published.
 SPILL = "_spill"
 MKN_ORDER_STATS, MKN_ORPHANS = f"{WORK}/mkn_orders", f"{WORK}/mkn_orphans"

@@ -47,7 +47,7 @@ def _pom_digest(pom: str) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def _done(folder: str, token: str) -> bool:
+def is_built(folder: str, token: str) -> bool:
     try:
         with open(os.path.join(folder, _STAMP)) as fh:
             return fh.read() == token
@@ -55,7 +55,7 @@ def _done(folder: str, token: str) -> bool:
         return False
 
 
-def _publish(staging: str, folder: str, token: str) -> None:
+def publish_build(staging: str, folder: str, token: str) -> None:
     with open(os.path.join(staging, _STAMP), "w") as fh:
         fh.write(token)
     shutil.rmtree(folder, ignore_errors=True)
@@ -63,7 +63,7 @@ def _publish(staging: str, folder: str, token: str) -> None:
     os.replace(staging, folder)
 
 
-def _run(command: list[str], what: str, log) -> None:
+def run_tool(command: list[str], what: str, log) -> None:
     log(f"{what} ...")
     try:
         done = subprocess.run(command, capture_output=True, text=True)
@@ -77,16 +77,16 @@ def _run(command: list[str], what: str, log) -> None:
 def maven_classpath(pom: str, folder: str, what: str, log=None) -> str:
     """FOLDER/lib: the runtime dependencies of the Maven ``pom``, copied there once (again when the pom
     changes); ``what`` says what they are for, in messages."""
-    if _done(folder, _pom_digest(pom)):
+    if is_built(folder, _pom_digest(pom)):
         return os.path.join(folder, "lib")
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=os.path.basename(folder) + "-", dir=parent)
     try:
-        _run(["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies",
+        run_tool(["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies",
               f"-DoutputDirectory={os.path.join(staging, 'lib')}"],
              f"assemble {what} with Maven", log or _quiet)
-        _publish(staging, folder, _pom_digest(pom))
+        publish_build(staging, folder, _pom_digest(pom))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return os.path.join(folder, "lib")
@@ -107,7 +107,7 @@ def _build_dist(log) -> None:
     staging = tempfile.mkdtemp(prefix="flink-dist-", dir=FLINK_HOME)
     try:
         download = os.path.join(staging, "download")
-        _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+        run_tool([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
               f"apache-flink-libraries=={FLINK_DIST_VERSION}", "-d", download],
              f"download Flink {FLINK_DIST_VERSION} (apache-flink-libraries from PyPI)", log)
         (sdist,) = os.listdir(download)
@@ -121,7 +121,7 @@ def _build_dist(log) -> None:
         shutil.rmtree(download)
         if not os.path.exists(os.path.join(staging, "lib", f"flink-dist-{FLINK_DIST_VERSION}.jar")):
             raise RunFailed(f"{sdist} holds no deps/lib/flink-dist-{FLINK_DIST_VERSION}.jar")
-        _publish(staging, dist_dir(), FLINK_DIST_VERSION)
+        publish_build(staging, dist_dir(), FLINK_DIST_VERSION)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -138,6 +138,6 @@ def ensure_job_server(log=_quiet) -> str:
 
 def ensure_dist(log=_quiet) -> str:
     """The session cluster's Flink folder (lib/, bin/), fetched first if needed."""
-    if not _done(dist_dir(), FLINK_DIST_VERSION):
+    if not is_built(dist_dir(), FLINK_DIST_VERSION):
         _build_dist(log)
     return dist_dir()

@@ -8,6 +8,9 @@ stops the job with Flink's "stop with savepoint --drain": the sources stop and s
 watermark, every element in flight is processed first, the groupings fire, the sinks write, and the job
 finishes.
 
+A second file published under a name already counted is recorded by the job too: the run cancels the job
+and fails with one line (raised in the job, it would fail only after Flink's restarts had met it again).
+
 Restores (a lost TaskManager) are watched through the REST endpoint: a restore to a checkpoint taken before
 that one makes the marker unread again, so the run waits for the restored job to record it anew; a stop
 that fails is asked for again.
@@ -20,6 +23,7 @@ import time
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.runners.runner import PipelineState
 
+from ngramflow.corpus import queue
 from ngramflow.pipeline.flink import rest
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
@@ -27,12 +31,24 @@ from ngramflow.schemas import layout
 POLL = 0.5
 
 
+def _record(out: OutputDir, name: str) -> dict | None:
+    if not out.exists(name):
+        return None
+    with FileSystems.open(out.join(name)) as fh:
+        return json.load(fh)
+
+
 def read_end(out: OutputDir) -> dict | None:
     """The end marker's record ({"files": N, "written_ms": ...}) once the job has read the marker."""
-    if not out.exists(layout.QUEUE_END):
-        return None
-    with FileSystems.open(out.join(layout.QUEUE_END)) as fh:
-        return json.load(fh)
+    return _record(out, layout.QUEUE_END)
+
+
+def _fail_on_conflict(result, out: OutputDir) -> None:
+    """A second file under a counted name (pipeline/kafka/read.py): cancel the job, fail the run."""
+    conflict = _record(out, layout.QUEUE_CONFLICT)
+    if conflict is not None:
+        result.cancel()
+        raise queue.conflict(conflict["name"], conflict["counted"], conflict["other"])
 
 
 def _our_job(address: str, result, since_ms: int) -> str | None:
@@ -72,6 +88,7 @@ def stop_at_end_of_queue(result, out: OutputDir, address: str, savepoint_dir: st
     job = marked = request = None
     while not PipelineState.is_terminal(result.state):
         time.sleep(POLL)
+        _fail_on_conflict(result, out)
         try:
             job = job or _our_job(address, result, since_ms)
             if job is None:

@@ -4,9 +4,7 @@ import os
 
 from ngramflow.pipeline.flink import jvm
 from ngramflow.pipeline.flink.provision import ensure_job_server
-from ngramflow.pipeline.kafka.provision import INFRA
-
-SOURCE = "LoopbackExpansionService.java"
+from ngramflow.pipeline.kafka.provision import EXPANSION_SOURCE, ensure_expansion_service
 #: How KafkaIO is expanded, and why:
 #: - use_deprecated_read: a Read of KafkaIO's unbounded source, which Flink runs itself, with the topic's
 #:   offsets in its checkpoints (the default expansion, a splittable DoFn, needs a Java SDK harness);
@@ -27,11 +25,12 @@ class ExpansionService:
         return f"127.0.0.1:{self.port}"
 
     def __enter__(self):
-        classpath = os.pathsep.join(os.path.join(folder, "*") for folder in (ensure_job_server(), self.connector))
-        command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, os.path.join(INFRA, SOURCE), str(self.port),
-                   *OPTIONS]
+        classpath = os.pathsep.join([ensure_expansion_service(), *(os.path.join(folder, "*") for folder in
+                                                                   (ensure_job_server(), self.connector))])
+        command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, EXPANSION_SOURCE.removesuffix(".java"),
+                   str(self.port), *OPTIONS]
         self.pid = jvm.start(command, self.log_path).pid
-        try:  # the JVM compiles the source file first: a few seconds
+        try:
             jvm.wait_for_port(self.port, self.pid, self.log_path, "Beam's expansion service for KafkaIO", timeout=180)
         except BaseException:
             self.__exit__()

@@ -3,8 +3,9 @@
 KafkaIO is Java, expanded by an expansion service (pipeline/kafka/expansion.py) into a Read of an
 unbounded source that Flink runs itself: the topic's offsets are part of every Flink checkpoint. A file's
 name and checksum are kept in keyed state, so a file published twice, or read again after a restore, is
-imported once, and a name published with another checksum fails the run. The end marker is recorded in the
-build folder (layout.QUEUE_END); the run ends the job from there (pipeline/kafka/end.py).
+imported once, and a name published with another checksum fails the run. The end marker and such a conflict
+are recorded in the build folder (layout.QUEUE_END, QUEUE_CONFLICT); the run ends the job from there
+(pipeline/kafka/end.py).
 """
 
 import time
@@ -16,7 +17,7 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
 from ngramflow.corpus import queue
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
-from ngramflow.transforms.read import InputFileError, pack_files
+from ngramflow.transforms.read import pack_files
 
 
 #: Per file name, the checksum of the file counted under it (per the marker's key, its count).
@@ -44,7 +45,10 @@ class CountEachFileOnce(beam.DoFn):
             counted.write(message["sha256"])
             yield message
         elif before != message["sha256"]:
-            raise InputFileError(message["uri"], str(queue.conflict(name, before, message["sha256"])))
+            # Recorded for the run to fail at once (pipeline/kafka/end.py), rather than raised here: Flink would
+            # restart the job from its last checkpoint, meet the message again, and fail only after every restart.
+            OutputDir(self.out_path).write_json(layout.QUEUE_CONFLICT, {
+                "name": name, "counted": before, "other": message["sha256"], "uri": message["uri"]})
 
 
 class ReadQueue(beam.PTransform):
