@@ -31,7 +31,7 @@ def provisioned():
     """The broker's jars, KafkaIO, the job server and Flink: built on first use (Maven Central, PyPI)."""
     started = time.time()
     kafka_provision.ensure_broker()
-    kafka_provision.ensure_connector()
+    kafka_provision.ensure_expansion_service()  # and KafkaIO's jars
     provision.ensure_dist()
     print(f"\nKafka and Flink provisioning took {time.time() - started:.1f} s")
 

@@ -11,7 +11,8 @@ def _provision(args) -> int:
     def log(message):
         print(message, file=sys.stderr)
 
-    print(f"broker: {provision.ensure_broker(log)}\nKafkaIO for the job server: {provision.ensure_connector(log)}")
+    print(f"broker: {provision.ensure_broker(log)}\nKafkaIO for the job server: {provision.ensure_connector(log)}\n"
+          f"its expansion service: {provision.ensure_expansion_service(log)}")
     return 0
 
 
