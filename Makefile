@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE_OUT ?= sample-output
 
-.PHONY: setup sample test flink bench clean
+.PHONY: setup sample test flink kafka bench clean
 
 # The install builds the native kernel (native/, cargo fetches its crates): rebuilt when its sources change.
 $(BIN)/ngramflow: pyproject.toml native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
@@ -29,6 +29,11 @@ test: setup
 # the Flink tests and the first Flink import do the same on their own.
 flink: setup
 	$(BIN)/ngramflow flink provision
+
+# The Java side of Kafka (the local broker, Beam's KafkaIO for --from-kafka), into ~/.cache/ngramflow/kafka/
+# (Maven Central); the Kafka tests, `kafka up` and the first queue-fed import do the same on their own.
+kafka: flink
+	$(BIN)/ngramflow kafka provision
 
 clean:
 	rm -rf $(VENV) $(SAMPLE_OUT) .pytest_cache *.egg-info

@@ -15,10 +15,11 @@ does the same for ``python -m ngramflow.corpus.cli list|download ...``. Exit cod
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import urllib.error
 
-from ngramflow.corpus import catalog, download
+from ngramflow.corpus import catalog, download, queue
 
 _SPEC_HELP = (
     "SPEC is corpus:VERSION/LANG/ORDER[/SELECTION], e.g. corpus:20120701/eng/2 (every 2012 English "
@@ -49,7 +50,7 @@ def add_corpus_commands(subparsers: argparse._SubParsersAction) -> argparse.Argu
 
 
 def _add_commands(parser: argparse.ArgumentParser) -> None:
-    commands = parser.add_subparsers(dest="corpus_command", metavar="{list,download}", required=True)
+    commands = parser.add_subparsers(dest="corpus_command", metavar="{list,download,publish}", required=True)
 
     lister = commands.add_parser(
         "list",
@@ -111,7 +112,34 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     _add_source_options(fetcher)
+    fetcher.add_argument("--publish", metavar="kafka://HOST:PORT/TOPIC",
+                         help="publish each file to this Kafka topic once it is verified and in the cache, for "
+                              "'ngramflow import --from-kafka' (see 'ngramflow corpus publish')")
+    _add_end_option(fetcher)
     fetcher.set_defaults(func=_cmd_download)
+
+    publisher = commands.add_parser(
+        "publish",
+        help="publish files already on disk to a Kafka topic for 'ngramflow import --from-kafka'",
+        description="Publish one message per file (keyed by its name; its path, size, sha256, detected format "
+        "and n-gram order) to a Kafka topic of one partition, created if missing. Publishing a file again is "
+        "harmless: the import counts a name and checksum once, and refuses a name published with another "
+        "checksum. The producer is idempotent.",
+    )
+    publisher.add_argument("paths", nargs="*", metavar="PATH",
+                           help="files (local, or gs:// and s3:// URIs with Beam's extra for them), or local "
+                                "folders whose .gz files (recursively) are published in name order; none with "
+                                "--end-of-corpus publishes only the marker")
+    publisher.add_argument("--to", required=True, metavar="kafka://HOST:PORT/TOPIC", help="the topic (required)")
+    _add_end_option(publisher)
+    publisher.set_defaults(func=_cmd_publish)
+
+
+def _add_end_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--end-of-corpus", action="store_true",
+                        help="then publish the end marker, which carries the number of distinct files published to "
+                             "the topic; an import finishes once it has read that many. Files published after it "
+                             "are not imported")
 
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -179,6 +207,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_download(args: argparse.Namespace) -> int:
     mirror = _mirror(args.mirror)
+    target = queue.QueueAddress.parse(args.publish, "--publish") if args.publish else None
+    if args.end_of_corpus and not target:
+        raise UsageError("--end-of-corpus needs --publish")
     urls: list[str] = []
     for item in args.inputs:
         if catalog.is_corpus_spec(item):
@@ -190,6 +221,7 @@ def _cmd_download(args: argparse.Namespace) -> int:
         else:
             raise UsageError(f"{item!r} is neither a corpus spec (corpus:VERSION/LANG/ORDER[/SELECTION]) "
                              "nor an http(s) URL")
+    publisher = queue.Publisher(target) if target else None
     report = download.download(
         urls,
         args.cache,
@@ -198,9 +230,54 @@ def _cmd_download(args: argparse.Namespace) -> int:
         retry_time=args.retry_time,
         timeout=args.timeout,
         progress=args.progress,
+        on_cached=(lambda path: publisher.publish(queue.file_message(path))) if publisher else None,
     )
     print(report.summary(), file=sys.stderr)
+    if publisher:
+        publisher.close()
+        cached = sum(1 for r in report.results if r.status != "failed")
+        print(f"published {cached} file(s) to {target}", file=sys.stderr)
+        if args.end_of_corpus:
+            if not report.ok:
+                print("the end-of-corpus marker is not published: some file failed", file=sys.stderr)
+            else:
+                _end(target)
     return 0 if report.ok else 1
+
+
+def _end(target: "queue.QueueAddress") -> None:
+    files = queue.publish_end(target)
+    print(f"published the end of the corpus to {target}: {files} distinct file(s)", file=sys.stderr)
+
+
+def _publish_paths(paths: list[str]) -> list[str]:
+    files = []
+    for path in paths:
+        if "://" in path:  # gs:// or s3://, read through Beam's file systems
+            files.append(path)
+        elif os.path.isdir(path):
+            files += sorted(os.path.join(root, name) for root, _, names in os.walk(path, followlinks=True)
+                            for name in names if name.endswith(".gz"))
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise UsageError(f"no such file or folder: {path}")
+    return files
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    target = queue.QueueAddress.parse(args.to, "--to")
+    if not args.paths and not args.end_of_corpus:
+        raise UsageError("nothing to publish: give PATH... or --end-of-corpus")
+    files = _publish_paths(args.paths)
+    publisher = queue.Publisher(target)
+    for path in files:
+        publisher.publish(queue.file_message(path))
+    publisher.close()
+    print(f"published {len(files)} file(s) to {target}", file=sys.stderr)
+    if args.end_of_corpus:
+        _end(target)
+    return 0
 
 
 def _mirror(url: str) -> str:

@@ -436,7 +436,8 @@ def _held(part: Path) -> int:
 
 
 class _Downloader:
-    def __init__(self, cache_dir, *, retries, retry_time, backoff, progress, timeout, user_agent, max_retry_after):
+    def __init__(self, cache_dir, *, retries, retry_time, backoff, progress, timeout, user_agent, max_retry_after,
+                 on_cached=None):
         self.cache_dir = Path(cache_dir)
         self.retries = retries
         self.retry_time = retry_time
@@ -447,6 +448,7 @@ class _Downloader:
         self.max_retry_after = max_retry_after
         self.stop = threading.Event()
         self.opener = urllib.request.build_opener()
+        self.on_cached = on_cached or (lambda _path: None)
 
     def fetch(self, url: str) -> FileResult:
         try:
@@ -458,6 +460,7 @@ class _Downloader:
         result = FileResult(url, str(final))
         if final.exists():
             self.progress.finish(url, None)
+            self.on_cached(str(final))
             return result
         final.parent.mkdir(parents=True, exist_ok=True)
         part, meta, _ = _work_files(final)
@@ -472,6 +475,7 @@ class _Downloader:
                     meta.unlink(missing_ok=True)
                     result.status = "downloaded"
                     self.progress.finish(url, f"done   {final.name} ({_size(final.stat().st_size)})")
+                    self.on_cached(str(final))
                     return result
                 except CorruptFile as e:
                     _discard(part, meta)
@@ -592,6 +596,7 @@ def download(
     max_retry_after: float = 600.0,
     progress_interval: float | None = None,
     stream: TextIO | None = None,
+    on_cached: Callable[[str], None] | None = None,
 ) -> DownloadReport:
     """Fetch every URL into the cache; failures are reported, never raised.
 
@@ -604,7 +609,8 @@ def download(
     would end past ``retry_time`` gives up at once. ``timeout`` applies to connecting and to
     each read. ``progress`` None shows progress only when ``stream`` (default
     stderr) is a TTY; True forces it, False silences it. Progress lines come at
-    most every ``progress_interval`` seconds (default 0.5 on a TTY, else 10).
+    most every ``progress_interval`` seconds (default 0.5 on a TTY, else 10). ``on_cached(path)`` is
+    called for each file once it is verified and under its final name (or was already cached).
     """
     urls = list(dict.fromkeys(urls))
     stream = stream or sys.stderr
@@ -619,6 +625,7 @@ def download(
         timeout=timeout,
         user_agent=user_agent,
         max_retry_after=max_retry_after,
+        on_cached=on_cached,
     )
     t0 = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="download")

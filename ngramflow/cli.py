@@ -16,6 +16,7 @@ from ngramflow.corpus.cli import run as run_corpus_command
 from ngramflow.errors import RunFailed, UserError
 from ngramflow.pipeline.option_fields import typed
 from ngramflow.pipeline.flink.cli import add_flink_commands
+from ngramflow.pipeline.kafka.cli import add_kafka_commands
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.query.cli import add_query_command
 
@@ -66,9 +67,16 @@ def _mkn_settings(args, order):
     return MknSettings(order=order, fallback=parse_fallback(args.discount_fallback), arpa=args.arpa, memory=memory)
 
 
+def _quiet_beam(verbose: bool) -> None:
+    """Beam logs a failing DoFn's stack trace itself, and a portable runner's job messages (a failed Flink
+    job's traceback among them) through the root logger; we report the cause in one line."""
+    level = logging.INFO if verbose else logging.CRITICAL
+    logging.getLogger("apache_beam").setLevel(level)
+    logging.getLogger().setLevel(level)
+
+
 def _import(args) -> int:
-    # Beam logs a failing DoFn's stack trace itself; we report the cause in one line.
-    logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    _quiet_beam(args.verbose)
     from ngramflow.pipeline.run import run_import, summary
 
     opts = option_fields.from_args(ImportOptions, args, beam_args=args.beam_args,
@@ -118,7 +126,7 @@ def _add_mkn(sub):
 
 
 def _mkn(args) -> int:
-    logging.getLogger("apache_beam").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    _quiet_beam(args.verbose)
     from ngramflow.pipeline.mkn import fallback_notes, summary_lines
     from ngramflow.pipeline.mkn_run import run_mkn
     from ngramflow.pipeline.run import summary_row
@@ -167,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import(sub)
     add_corpus_commands(sub).set_defaults(handler=run_corpus_command)
     add_flink_commands(sub)
+    add_kafka_commands(sub)
     _add_sample_corpus(sub)
     _add_mkn(sub)
     add_query_command(sub)

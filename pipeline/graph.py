@@ -65,23 +65,32 @@ def range_name(part: dict) -> str:
     return f"order-{part['order']}-{os.path.basename(part['file']).removesuffix('.parquet')}"
 
 
-def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None) -> dict:
-    """Add the whole import, from the file list to every output file, to ``pipeline``; the MKN stage is
-    a pipeline of its own, after this one (pipeline/run.py). Returns the plan of the merge in keyed
-    state, for the manifest (empty on the spill path, whose ranges follow the data it spilled)."""
-    input_bytes = sum(size for _, size in files)
+def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: OutputDir, progress_dir=None,
+                 expansion_service: str | None = None) -> dict:
+    """Add the whole import, from the file list (or the queue of --from-kafka, expanded by
+    ``expansion_service``) to every output file, to ``pipeline``; the MKN stage is a pipeline of its own,
+    after this one (pipeline/run.py). Returns the plan of the merge in keyed state, for the manifest (empty
+    on the spill path, whose ranges follow the data it spilled)."""
     settings, spill = opts.read_settings(progress_dir), spills(opts)
-    plan = {}
-    if not spill:
-        # The merge in keyed state (Flink, checkpointed) bounds each key's group: its key count follows
-        # the input's size and its measured density (sizing.merge_shards, transforms/density.py).
-        density = input_density(files, settings)
-        plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
-    results = (
-        pipeline
-        | "Input files" >> beam.Create(pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
-        | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, spill)
-    )
+    if opts.from_kafka:
+        from ngramflow.corpus.queue import QueueAddress
+        from ngramflow.pipeline.kafka.read import ReadQueue
+
+        # The files are not known yet: the keys follow the size the user expects (their density unmeasured).
+        plan = {"keys": merge_shards(opts.queue_bytes(), None), "table_bytes_per_input_byte": None}
+        units = pipeline | "Input files from the queue" >> ReadQueue(
+            QueueAddress.parse(opts.from_kafka, "--from-kafka"), expansion_service, settings.slice_bytes, out.path)
+    else:
+        input_bytes = sum(size for _, size in files)
+        plan = {}
+        if not spill:
+            # The merge in keyed state (Flink, checkpointed) bounds each key's group: its key count follows
+            # the input's size and its measured density (sizing.merge_shards, transforms/density.py).
+            density = input_density(files, settings)
+            plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
+        units = pipeline | "Input files" >> beam.Create(
+            pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
+    results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, spill)
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
@@ -90,6 +99,10 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
      | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES)))
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
+    if opts.events:
+        from ngramflow.pipeline.kafka.events import PublishRunEvents
+
+        results["file_stats"] | "Publish run events" >> PublishRunEvents(opts.events, settings.slice_bytes)
     results["order_stats"] | "Write order statistics" >> WriteRecords(out.join(layout.ORDER_STATS))
     return plan
 

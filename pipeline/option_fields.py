@@ -196,7 +196,9 @@ def add_arguments(parser, cls, groups_by_class: dict | None = None) -> None:
         if metavar and not _is_positional(f):
             kwargs["metavar"] = metavar
         if typing.get_origin(kind) is list:
-            kwargs["nargs"] = "+"
+            # A positional list may be empty on the command line (the inputs of an import that reads a queue
+            # instead); the class's validation says what is missing.
+            kwargs["nargs"] = "*" if _is_positional(f) else "+"
         elif kind is bool:
             kwargs["action"] = "store_true"
         elif kind in (int, float):

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ngramflow.pipeline import option_fields
+from ngramflow.corpus.queue import QueueAddress
 from ngramflow.errors import UserError
-from ngramflow.pipeline.option_fields import OneOf, Within, option
+from ngramflow.pipeline.option_fields import OneOf, Size, Within, option
 from ngramflow.pipeline.flink.options import FlinkOptions
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms.policy import RowPolicy
@@ -20,6 +21,9 @@ if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it s
 #: Where downloaded corpus files are kept between runs.
 DEFAULT_CACHE = os.environ.get("NGRAMFLOW_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow"))
 YEARS = Within(YEAR_MIN, YEAR_MAX)
+#: What an import from a queue expects to read unless told (--queue-input-size): it sizes the keyed merge
+#: before any file is known; a corpus much larger than this makes each key's group larger, not wrong.
+DEFAULT_QUEUE_INPUT_SIZE, QUEUE_INPUT_SIZE = "1g", Size("1k")
 
 
 @dataclass
@@ -54,6 +58,22 @@ class ImportOptions:
     workers: int | None = option(
         None, "parallel worker processes of the embedded runner (default: one per core for 64 MiB of input "
               "or more, else 1); on Flink, the job's parallelism (default 1)", allowed=Within(1), resumable=True)
+    from_kafka: str | None = option(
+        None, "read the files to import from this Kafka topic instead of INPUT: one message per file, as "
+              "'ngramflow corpus publish' or 'corpus download --publish' write them; the import ends once it has "
+              "read as many distinct files as the topic's end-of-corpus marker counts (README, 'Importing from a "
+              "Kafka queue')",
+        metavar="kafka://HOST:PORT/TOPIC", recorded=False,
+        needs=(("runner", "flink", "the embedded runner cannot follow a queue: use --runner flink --mode "
+                                   "checkpointed"),
+               ("mode", "checkpointed", "a queue is read as a stream, whose offsets Flink's checkpoints hold")))
+    queue_input_size: str | None = option(
+        None, "with --from-kafka: the total size of the files the queue will carry, about; sizes the keyed merge "
+              f"(default {DEFAULT_QUEUE_INPUT_SIZE})%(default).0s", metavar="SIZE", allowed=QUEUE_INPUT_SIZE)
+    events: str | None = option(
+        None, "with --from-kafka: publish the run's events (each file completed with its rows read and rejected, "
+              "the end of the input, the final summary) as JSON messages to this Kafka topic",
+        metavar="kafka://HOST:PORT/TOPIC", recorded=False)
     runner: str = option(
         "direct", "direct: Beam's embedded runner; flink: Apache Flink", allowed=OneOf(("direct", "flink")),
         shown_with=FlinkOptions)
@@ -66,11 +86,28 @@ class ImportOptions:
         scope = {**vars(self), **vars(self.flink)}
         option_fields.check(self, scope)
         option_fields.check(self.flink, scope)
+        for flag, value in (("--events", self.events), ("--queue-input-size", self.queue_input_size)):
+            if value and not self.from_kafka:
+                raise UserError(f"{flag} needs --from-kafka")
+        for flag, value in (("--from-kafka", self.from_kafka), ("--events", self.events)):
+            if value:
+                QueueAddress.parse(value, flag)
         if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
             raise UserError(f"--year-min {self.year_min} is after --year-max {self.year_max}")
         if self.mkn:
             self.mkn.validate(self.overwrite)
         return self
+
+    def validate_sources(self) -> "ImportOptions":
+        """What an import reads: INPUT files or a queue (--from-kafka), exactly one of them."""
+        if bool(self.inputs) == bool(self.from_kafka):
+            raise UserError("give either INPUT files or --from-kafka" if self.inputs else
+                            "no INPUT given (files, folders, patterns), and no --from-kafka")
+        return self
+
+    def queue_bytes(self) -> int:
+        """The expected input of --from-kafka, in bytes (--queue-input-size)."""
+        return QUEUE_INPUT_SIZE.bytes("--queue-input-size", self.queue_input_size or DEFAULT_QUEUE_INPUT_SIZE)
 
     def read_settings(self, progress_dir: str | None = None) -> "ReadSettings":
         from ngramflow.transforms.read import ReadSettings

@@ -19,7 +19,7 @@ from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
 from ngramflow.pipeline.graph import aggregation, build_import
-from ngramflow.pipeline.inputs import expand_inputs
+from ngramflow.pipeline.inputs import InputFiles, expand_inputs
 from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import DatasetDir, OutputDir
@@ -31,6 +31,10 @@ from ngramflow.transforms.merge import key_sizes
 from ngramflow.transforms.read import InputFileError, merge_file_stats
 from ngramflow.transforms.sizing import default_workers
 from ngramflow.transforms.spill import range_index
+
+#: What the final run event of --events carries of the manifest.
+SUMMARY_FIELDS = ("rows_read", "rows_rejected", "orders", "vocabulary_tokens", "output_bytes", "wall_seconds")
+
 
 @dataclass
 class ImportResult:
@@ -71,29 +75,51 @@ def _flink_submission(opts: ImportOptions, files, resume: str | None) -> tuple[d
 
 @contextlib.contextmanager
 def _runner(opts: ImportOptions, flink: tuple | None):
-    """(Beam arguments of the chosen runner, what the manifest records about it), for the run's duration."""
-    if opts.runner == "flink":
-        from ngramflow.pipeline.flink.session import flink_run
+    """(Beam arguments of the chosen runner, what the manifest records about it, the expansion service of
+    --from-kafka), for the run's duration."""
+    if opts.runner != "flink":
+        yield direct_runner_args(opts), None, None
+        return
+    from ngramflow.pipeline.flink.session import flink_run
 
+    if not opts.from_kafka:
         with flink_run(opts.flink, opts.workers, *flink) as (args, info):
-            yield args, info
-    else:
-        yield direct_runner_args(opts), None
+            yield args, info, None
+        return
+    from ngramflow.pipeline.kafka.expansion import ExpansionService
+    from ngramflow.pipeline.kafka.provision import KAFKA_HOME, ensure_connector
+
+    connector = ensure_connector()
+    log_path = os.path.join(KAFKA_HOME, "runs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}",
+                            "expansion-service.log")
+    with (ExpansionService(connector, log_path) as expansion,
+          flink_run(opts.flink, opts.workers, *flink, classpath=[connector]) as (args, info)):
+        # The groupings of an unbounded read's global window fire when the run drains the job
+        # (pipeline/kafka/end.py); Beam refuses to build them without this flag.
+        yield args + ["--allow_unsafe_triggers"], info, expansion.address
 
 
 def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
     """Run the import; returns what the manifest records about the runner (None for the embedded one),
     and the plan of its merge (graph.build_import)."""
     with (tempfile.TemporaryDirectory(prefix="ngramflow-progress-") as progress_dir,
-          _runner(opts, flink) as (args, info)):
-        reporter = ProgressReporter(progress_dir, len(files), sum(s for _, s in files)) if progress else None
+          _runner(opts, flink) as (args, info, expansion)):
+        # A queue's files are not known in advance: no progress line (--events reports progress).
+        reporter = (ProgressReporter(progress_dir, len(files), sum(s for _, s in files))
+                    if progress and not opts.from_kafka else None)
         if reporter:
             reporter.start()
         try:
             # Anything after ``--`` on the command line overrides the runner's arguments.
             pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
-            plan = build_import(pipeline, opts, files, out, progress_dir)
+            plan = build_import(pipeline, opts, files, out, progress_dir, expansion)
+            submitted_ms = int(time.time() * 1000)
             result = pipeline.run()
+            if opts.from_kafka:
+                from ngramflow.pipeline.kafka.end import stop_at_end_of_queue
+
+                stop_at_end_of_queue(result, out, info.rest_address,
+                                     os.path.join(info.checkpoint_dir, "savepoints"), submitted_ms)
             result.wait_until_finish()
             if info:
                 info.largest_key_bytes = key_sizes(result)
@@ -160,22 +186,36 @@ def _failure_reason(err: Exception, output: str) -> str | None:
 
 
 def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
-    opts.validate()
+    opts.validate().validate_sources()
     resume = _resume_point(opts)
-    inputs = expand_inputs(_local_inputs(opts))
+    if opts.from_kafka:
+        from ngramflow.corpus.queue import QueueAddress, ensure_topic
+
+        queue = QueueAddress.parse(opts.from_kafka, "--from-kafka")
+        ensure_topic(queue)  # the job reads the partitions there are when it starts
+        inputs = InputFiles([], [])
+    else:
+        inputs = expand_inputs(_local_inputs(opts))
     if opts.workers is None:  # decided here, where the input's size is known; the manifest records the number
         embedded = opts.runner == "direct"
         opts = replace(opts, workers=default_workers(sum(size for _, size in inputs.ngram_files)) if embedded else 1)
     for name, path in inputs.duplicates:
         print(f"ngramflow: note: {name} is the same file as {path}; reading it once", file=sys.stderr)
     totalcounts = _totalcounts([p for p, _ in inputs.totalcounts])
-    flink = _flink_submission(opts, inputs.ngram_files, resume) if opts.runner == "flink" else None
+    # A queue's run is identified by its topic: a resume reads it on from the checkpoint's offsets.
+    identified_by = [(str(queue), 0)] if opts.from_kafka else inputs.ngram_files
+    flink = _flink_submission(opts, identified_by, resume) if opts.runner == "flink" else None
     target = DatasetDir(opts.output)
     with target.lock():
         note = target.prepare(opts.overwrite, "import of " + " ".join(shlex.quote(i) for i in opts.inputs),
                               resume=resume is not None)
         try:
             manifest = _import(opts, inputs, totalcounts, flink, target, progress)
+            if opts.events:
+                from ngramflow.pipeline.kafka.events import publish_summary
+
+                publish_summary(opts.events, {"output": os.path.abspath(opts.output), "files": len(manifest["inputs"]),
+                                              **{k: manifest[k] for k in SUMMARY_FIELDS}})
         except KeyboardInterrupt:
             target.mark_failed("interrupted by the user")
             raise
@@ -205,6 +245,8 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         versions={"ngramflow": __version__, "apache_beam": beam.__version__, "pyarrow": pyarrow.__version__,
                   "python": platform.python_version()},
     )
+    if opts.from_kafka:
+        _check_end_count(out, len(record.inputs))
     rows_read, rejected = record.rows_read, record.rows_rejected
     if rows_read and rejected / rows_read > opts.max_reject_rate:
         raise RunFailed(f"{rejected} of {rows_read} rows ({rejected / rows_read:.2%}) were malformed, more than "
@@ -230,6 +272,17 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
         ranges=range_index(out.read_records(layout.RANGES)),
     )
     return target.publish(manifest.to_json())
+
+
+def _check_end_count(out: OutputDir, files: int) -> None:
+    """The files a queue's import read are exactly those its end marker counts."""
+    from ngramflow.pipeline.kafka.end import read_end
+
+    end = read_end(out)
+    if end is None or end["files"] != files:
+        counted = "no end marker was read" if end is None else f"the end-of-corpus marker counts {end['files']}"
+        raise RunFailed(f"{counted}, but the import read {files} distinct files from the queue; were files "
+                        "published after the marker, or to another topic?")
 
 
 def aggregation_line(totalled: dict) -> str:

@@ -44,6 +44,11 @@ WORK = "_work"
 FILE_STATS, ORDER_STATS = f"{WORK}/files", f"{WORK}/orders"
 #: The n-gram range of each part file, on the spill path (transforms/spill.py), for the manifest's "ranges".
 RANGES = f"{WORK}/ranges"
+#: An import from a Kafka queue: the end-of-corpus marker's count of distinct files, written when the job
+#: has read the marker (pipeline/kafka/read.py); the run then ends the job (pipeline/kafka/end.py).
+QUEUE_END = f"{WORK}/queue-end.json"
+#: ... and a second file published under a name already counted, which fails the run (pipeline/kafka/end.py).
+QUEUE_CONFLICT = f"{WORK}/queue-conflict.json"
 #: Scratch of the embedded runner's aggregation: sorted run files (transforms/spill.py); never published.
 SPILL = "_spill"
 MKN_ORDER_STATS, MKN_ORPHANS = f"{WORK}/mkn_orders", f"{WORK}/mkn_orphans"

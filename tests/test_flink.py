@@ -216,11 +216,15 @@ def running_job(cluster, process, timeout: float = 180) -> str:
 
 
 def wait_for_checkpoints(cluster, job: str, completed: int, timeout: float = 180) -> dict:
+    """The job's checkpoint statistics once it has completed this many (a job being restarted has none: retried)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        stats = rest.checkpoints(cluster.rest_address, job)
-        if stats["counts"]["completed"] >= completed:
-            return stats
+        try:
+            stats = rest.checkpoints(cluster.rest_address, job)
+            if stats["counts"]["completed"] >= completed:
+                return stats
+        except rest.RestUnavailable:
+            pass
         time.sleep(0.2)
     pytest.fail(f"fewer than {completed} checkpoints completed within {timeout} s")
 

@@ -263,6 +263,12 @@ def file_id(path: str) -> str:
     return hashlib.sha1(path.encode()).hexdigest()[:16]
 
 
+def slice_count(size: int, slice_bytes: int | None) -> int:
+    """How many slices of ``slice_bytes`` decompressed bytes a file of ``size`` compressed bytes is read in
+    (1: whole), from the usual expansion of gzip text."""
+    return -(-size * EXPANSION // slice_bytes) if slice_bytes else 1
+
+
 def pack_files(files, target_bytes: int, slice_bytes: int | None = None) -> list[list]:
     """Group (path, size) pairs, in order, into work units of (path, size, slice, slices) of about ``target_bytes``.
 
@@ -272,7 +278,7 @@ def pack_files(files, target_bytes: int, slice_bytes: int | None = None) -> list
     """
     groups, current, current_bytes = [], [], 0
     for path, size in files:
-        slices = -(-size * EXPANSION // slice_bytes) if slice_bytes else 1
+        slices = slice_count(size, slice_bytes)
         if slices > 1:
             groups += [current] if current else []
             groups.extend([(path, size, index, slices)] for index in range(slices))

@@ -73,7 +73,7 @@ locals {
   common_files = [
     {
       path    = "/etc/ngramflow/environment"
-      content = templatefile("${path.module}/templates/environment.tftpl", { region = local.region, bucket = aws_s3_bucket.run.bucket })
+      content = templatefile("${path.module}/templates/environment.tftpl", { region = local.region, bucket = aws_s3_bucket.run.bucket, kafka_bootstrap = var.kafka_bootstrap })
     },
     { path = "/etc/profile.d/ngramflow.sh", content = file("${path.module}/templates/profile.sh") },
   ]

@@ -1,5 +1,6 @@
 # One security group for every node. Inside it: Flink's fixed ports (local.flink_ports in flink.tf)
 # and its REST port. From outside: nothing, except the REST port from operator_cidrs when given.
+# Out: the cluster, HTTPS, and, with a queue (kafka_bootstrap), the Kafka brokers' port to kafka_cidrs.
 # SSH is never opened (operators use SSM Session Manager). Beam's worker pool listens on every
 # interface, but only the TaskManager beside it, over localhost, has any business there: no rule
 # names its port.
@@ -67,4 +68,16 @@ resource "aws_vpc_security_group_egress_rule" "https" {
   from_port         = 443
   to_port           = 443
   cidr_ipv4         = "0.0.0.0/0"
+}
+
+# The queue of corpus files: Kafka clients on the nodes (the import's KafkaIO in the TaskManagers, the
+# publisher on the JobManager node) connect out to the brokers; the brokers never connect in.
+resource "aws_vpc_security_group_egress_rule" "kafka" {
+  for_each          = toset(var.kafka_cidrs)
+  security_group_id = aws_security_group.cluster.id
+  description       = "Kafka brokers of the corpus queue"
+  ip_protocol       = "tcp"
+  from_port         = var.kafka_port
+  to_port           = var.kafka_port
+  cidr_ipv4         = each.value
 }

@@ -42,6 +42,11 @@ variable "availability_zone" {
   default     = null
 }
 
+locals {
+  # An IPv4 CIDR of /16 or narrower: the most any rule of the module opens to a network outside the cluster.
+  narrow_ipv4_cidr = "^\\d{1,3}(\\.\\d{1,3}){3}/(1[6-9]|2\\d|3[0-2])$"
+}
+
 variable "operator_cidrs" {
   description = "IPv4 ranges (/16 or narrower) allowed to reach the Flink REST API and web UI (port 8081), e.g. an office VPN. Empty: no network access from outside the cluster; use SSM Session Manager and its port forwarding instead. SSH is never opened."
   type        = list(string)
@@ -50,9 +55,51 @@ variable "operator_cidrs" {
   validation {
     condition = alltrue([
       for cidr in var.operator_cidrs :
-      can(regex("^\\d{1,3}(\\.\\d{1,3}){3}/(1[6-9]|2\\d|3[0-2])$", cidr)) && can(cidrhost(cidr, 0))
+      can(regex(local.narrow_ipv4_cidr, cidr)) && can(cidrhost(cidr, 0))
     ])
     error_message = "operator_cidrs: IPv4 CIDRs with a prefix of /16 to /32. Flink's REST API runs submitted code, so it is never opened to the internet (0.0.0.0/0)."
+  }
+}
+
+# --- Kafka: the queue of corpus files (ngramflow import --from-kafka) ----------------------------
+
+variable "kafka_bootstrap" {
+  description = "Bootstrap address (HOST:PORT[,HOST:PORT...]) of the Kafka cluster (Amazon MSK or self-managed) that carries the queue of corpus files; the nodes get it as NGRAMFLOW_KAFKA_BOOTSTRAP, for 'ngramflow corpus download --publish' and 'ngramflow import --from-kafka kafka://$NGRAMFLOW_KAFKA_BOOTSTRAP/TOPIC'. Null: no queue."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kafka_bootstrap == null || can(regex("^[A-Za-z0-9.-]+:\\d{1,5}(,[A-Za-z0-9.-]+:\\d{1,5})*$", var.kafka_bootstrap))
+    error_message = "kafka_bootstrap: HOST:PORT, or several separated by commas, as Kafka clients take it."
+  }
+}
+
+variable "kafka_cidrs" {
+  description = "IPv4 ranges (/16 or narrower) of the Kafka brokers' network interfaces (e.g. the MSK cluster's subnets): the nodes' security group may open connections to them on kafka_port, and to nothing else besides the cluster and HTTPS. Required with kafka_bootstrap."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition = alltrue([
+      for cidr in var.kafka_cidrs :
+      can(regex(local.narrow_ipv4_cidr, cidr)) && can(cidrhost(cidr, 0))
+    ])
+    error_message = "kafka_cidrs: IPv4 CIDRs with a prefix of /16 to /32 (the brokers' networks, never the internet)."
+  }
+  validation {
+    condition     = (var.kafka_bootstrap == null) == (length(var.kafka_cidrs) == 0)
+    error_message = "kafka_cidrs and kafka_bootstrap go together: the brokers' networks are needed to reach the bootstrap address, and without a bootstrap address no rule is opened."
+  }
+}
+
+variable "kafka_port" {
+  description = "The brokers' port: 9092 plaintext (self-managed), 9094 TLS and 9098 IAM on Amazon MSK."
+  type        = number
+  default     = 9092
+
+  validation {
+    condition     = var.kafka_port >= 1024 && var.kafka_port <= 65535 && floor(var.kafka_port) == var.kafka_port
+    error_message = "kafka_port: a port from 1024 to 65535."
   }
 }
 

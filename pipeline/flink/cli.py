@@ -28,21 +28,30 @@ def _up(args) -> int:
     return 0
 
 
-def _down(args) -> int:
-    stopped = SessionCluster(args.cluster_dir).down()
+def report_stopped(stopped: list[int]) -> int:
+    """What `down` prints: the pids it stopped."""
     print(f"stopped {len(stopped)} process(es)" + (f": {' '.join(map(str, stopped))}" if stopped else ""))
     return 0
 
 
-def _status(args) -> int:
-    status = SessionCluster(args.cluster_dir).status()
-    if args.json:
+def report_status(status: dict, as_json: bool, what: str, running) -> int:
+    """What `status` prints: JSON, or ``running(status)`` or that no ``what`` runs; exit 3 when none runs."""
+    if as_json:
         print(json.dumps(status, indent=2))
     elif not status["running"]:
-        print(f"no Flink cluster running in {status['folder']}")
+        print(f"no {what} running in {status['folder']}")
     else:
-        print("\n".join(f"{k:<24}{v}" for k, v in status.items() if k != "running"))
+        print(running(status))
     return 0 if status["running"] else 3
+
+
+def _down(args) -> int:
+    return report_stopped(SessionCluster(args.cluster_dir).down())
+
+
+def _status(args) -> int:
+    return report_status(SessionCluster(args.cluster_dir).status(), args.json, "Flink cluster",
+                         lambda status: "\n".join(f"{k:<24}{v}" for k, v in status.items() if k != "running"))
 
 
 def add_flink_commands(sub) -> None:

@@ -9,7 +9,6 @@ configuration (as the scripts do). Everything lives in one folder:
     CLUSTER_DIR/cluster.json       pids and ports; `down` stops exactly these pids
 """
 
-import json
 import os
 import shutil
 import subprocess
@@ -37,17 +36,10 @@ class SessionCluster:
     # --- state -------------------------------------------------------------------------------
 
     def state(self) -> dict | None:
-        try:
-            with open(self.state_path) as fh:
-                return json.load(fh)
-        except FileNotFoundError:
-            return None
+        return jvm.load_state(self.state_path)
 
     def _save(self, state: dict) -> None:
-        tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(state, fh, indent=2)
-        os.replace(tmp, self.state_path)
+        jvm.save_state(self.state_path, state)
 
     @property
     def rest_address(self) -> str:

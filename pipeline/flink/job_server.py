@@ -39,11 +39,15 @@ class LoopbackWorkerPool:
 
 
 class JobServer:
-    """FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``."""
+    """FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``.
 
-    def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=()):
+    ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver ships its whole classpath to the
+    cluster with the job, so the TaskManagers run those transforms without installing anything.
+    """
+
+    def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=(), classpath=()):
         self.flink_master, self.conf_dir, self.log_path = flink_master, conf_dir, log_path
-        self.heap_flags = list(heap_flags)
+        self.heap_flags, self.classpath = list(heap_flags), list(classpath)
         self.process = None
         self.job_port = jvm.free_port()
         self.peak_rss = None
@@ -56,7 +60,7 @@ class JobServer:
         lib = ensure_job_server()
         artifacts = os.path.join(os.path.dirname(self.log_path), "artifacts")
         command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags,
-                   "-cp", os.path.join(lib, "*"), DRIVER,
+                   "-cp", os.pathsep.join(os.path.join(folder, "*") for folder in [lib, *self.classpath]), DRIVER,
                    "--job-host=127.0.0.1", f"--job-port={self.job_port}",
                    f"--artifact-port={jvm.free_port()}", f"--expansion-port={jvm.free_port()}",
                    f"--artifacts-dir={artifacts}", f"--flink-master={self.flink_master}",

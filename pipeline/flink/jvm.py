@@ -1,5 +1,6 @@
 """Starting the JVMs of Flink runs: the java binary, flags and process hygiene."""
 
+import json
 import os
 import shutil
 import signal
@@ -111,3 +112,21 @@ def peak_rss_bytes(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+def load_state(path: str) -> dict | None:
+    """The JSON record of the processes a folder's servers run (pids, ports), or None."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return None
+
+
+def save_state(path: str, state: dict) -> None:
+    """Write that record atomically: a reader sees the old one or the new one."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(state, fh, indent=2)
+    os.replace(tmp, path)

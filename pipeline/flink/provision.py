@@ -42,12 +42,12 @@ def dist_dir() -> str:
     return os.path.join(FLINK_HOME, f"flink-{FLINK_DIST_VERSION}")
 
 
-def _pom_digest() -> str:
-    with open(os.path.join(INFRA, "pom.xml"), "rb") as fh:
+def _pom_digest(pom: str) -> str:
+    with open(pom, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def _done(folder: str, token: str) -> bool:
+def is_built(folder: str, token: str) -> bool:
     try:
         with open(os.path.join(folder, _STAMP)) as fh:
             return fh.read() == token
@@ -55,7 +55,7 @@ def _done(folder: str, token: str) -> bool:
         return False
 
 
-def _publish(staging: str, folder: str, token: str) -> None:
+def publish_build(staging: str, folder: str, token: str) -> None:
     with open(os.path.join(staging, _STAMP), "w") as fh:
         fh.write(token)
     shutil.rmtree(folder, ignore_errors=True)
@@ -63,7 +63,7 @@ def _publish(staging: str, folder: str, token: str) -> None:
     os.replace(staging, folder)
 
 
-def _run(command: list[str], what: str, log) -> None:
+def run_tool(command: list[str], what: str, log) -> None:
     log(f"{what} ...")
     try:
         done = subprocess.run(command, capture_output=True, text=True)
@@ -74,17 +74,22 @@ def _run(command: list[str], what: str, log) -> None:
         raise RunFailed(f"could not {what} ({' '.join(command[:3])} ... exited {done.returncode}):\n{tail}")
 
 
-def _build_job_server(log) -> None:
-    folder = os.path.dirname(job_server_lib())
-    os.makedirs(FLINK_HOME, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix="job-server-", dir=FLINK_HOME)
+def maven_classpath(pom: str, folder: str, what: str, log=None) -> str:
+    """FOLDER/lib: the runtime dependencies of the Maven ``pom``, copied there once (again when the pom
+    changes); ``what`` says what they are for, in messages."""
+    if is_built(folder, _pom_digest(pom)):
+        return os.path.join(folder, "lib")
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=os.path.basename(folder) + "-", dir=parent)
     try:
-        _run(["mvn", "-B", "-q", "-f", os.path.join(INFRA, "pom.xml"), "dependency:copy-dependencies",
+        run_tool(["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies",
               f"-DoutputDirectory={os.path.join(staging, 'lib')}"],
-             "assemble the Beam Flink job server classpath with Maven", log)
-        _publish(staging, folder, _pom_digest())
+             f"assemble {what} with Maven", log or _quiet)
+        publish_build(staging, folder, _pom_digest(pom))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return os.path.join(folder, "lib")
 
 
 def _wanted(member: str) -> str | None:
@@ -102,7 +107,7 @@ def _build_dist(log) -> None:
     staging = tempfile.mkdtemp(prefix="flink-dist-", dir=FLINK_HOME)
     try:
         download = os.path.join(staging, "download")
-        _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+        run_tool([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
               f"apache-flink-libraries=={FLINK_DIST_VERSION}", "-d", download],
              f"download Flink {FLINK_DIST_VERSION} (apache-flink-libraries from PyPI)", log)
         (sdist,) = os.listdir(download)
@@ -116,7 +121,7 @@ def _build_dist(log) -> None:
         shutil.rmtree(download)
         if not os.path.exists(os.path.join(staging, "lib", f"flink-dist-{FLINK_DIST_VERSION}.jar")):
             raise RunFailed(f"{sdist} holds no deps/lib/flink-dist-{FLINK_DIST_VERSION}.jar")
-        _publish(staging, dist_dir(), FLINK_DIST_VERSION)
+        publish_build(staging, dist_dir(), FLINK_DIST_VERSION)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -127,13 +132,12 @@ def _quiet(_message: str) -> None:
 
 def ensure_job_server(log=_quiet) -> str:
     """The job server's lib folder, built first if needed."""
-    if not _done(os.path.dirname(job_server_lib()), _pom_digest()):
-        _build_job_server(log)
-    return job_server_lib()
+    return maven_classpath(os.path.join(INFRA, "pom.xml"), os.path.dirname(job_server_lib()),
+                           "the Beam Flink job server classpath", log)
 
 
 def ensure_dist(log=_quiet) -> str:
     """The session cluster's Flink folder (lib/, bin/), fetched first if needed."""
-    if not _done(dist_dir(), FLINK_DIST_VERSION):
+    if not is_built(dist_dir(), FLINK_DIST_VERSION):
         _build_dist(log)
     return dist_dir()

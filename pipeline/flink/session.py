@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from ngramflow.errors import RunFailed, UserError
-from ngramflow.pipeline.flink import config, rest
+from ngramflow.pipeline.flink import config, jvm, rest
 from ngramflow.pipeline.flink.job_server import JobServer, LoopbackWorkerPool
 from ngramflow.pipeline.flink.options import LOCAL, FlinkOptions
 from ngramflow.pipeline.flink.provision import FLINK_HOME
@@ -59,9 +59,11 @@ class FlinkRunInfo:
     checkpoints: list[dict] = field(default_factory=list)
     #: The largest group, accumulator or state value per kind of key, in bytes (merge.key_sizes).
     largest_key_bytes: dict = field(default_factory=dict)
+    #: The REST endpoint of the cluster that runs the job (the embedded one's too); not recorded.
+    rest_address: str | None = None
 
     def recorded(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "rest_address"}
 
 
 def newest_checkpoint(path: str) -> str | None:
@@ -159,14 +161,15 @@ def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker:
 
 
 @contextlib.contextmanager
-def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str | None):
+def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str | None, classpath=()):
     """Job server (with the embedded cluster for [local]) and Python worker for one import.
 
     Yields (Beam pipeline arguments, FlinkRunInfo). A failure of the job comes
     out as RunFailed naming the job server's log and, for checkpointed runs,
     the checkpoint to resume from; input errors pass through unchanged.
     ``identity`` (run_identity) is recorded beside the run's checkpoints;
-    ``resume`` is the checkpoint to resume from (resume_point), if any.
+    ``resume`` is the checkpoint to resume from (resume_point), if any; ``classpath``: folders of
+    connector jars for the job server and the job (JobServer).
     """
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     run_dir = os.path.join(FLINK_HOME, "runs", run_id)
@@ -183,13 +186,19 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
         if resume:  # [local] reads it from the configuration, a cluster from --savepoint_path
             settings["execution.savepoint.path"] = resume
     heap_flags = []
+    info.rest_address = flink.flink_master
     if flink.flink_master == LOCAL:
+        # The embedded cluster's REST endpoint on a known port of 127.0.0.1 (else Flink picks one).
+        rest_port = jvm.free_port()
+        settings.update({"rest.address": "127.0.0.1", "rest.bind-address": "127.0.0.1", "rest.port": rest_port,
+                         "rest.bind-port": str(rest_port)})
+        info.rest_address = f"127.0.0.1:{rest_port}"
         bound = flink.memory_bound()
         settings.update(config.embedded_memory(bound))
         heap_flags = config.embedded_heap_flags(bound)
     conf_dir = config.write_conf_dir(os.path.join(run_dir, "conf"), settings)
     log_path = os.path.join(run_dir, "job-server.log")
-    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags)
+    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags, classpath)
     try:
         with LoopbackWorkerPool() as worker:
             server.start()

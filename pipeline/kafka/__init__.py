@@ -1,0 +1,1 @@
+"""Kafka: a local broker for development and tests, and the Java side of imports that read a queue topic."""

@@ -1,0 +1,43 @@
+"""Beam's Java expansion service for KafkaIO, as a child process of one import, on 127.0.0.1 only."""
+
+import os
+
+from ngramflow.pipeline.flink import jvm
+from ngramflow.pipeline.flink.provision import ensure_job_server
+from ngramflow.pipeline.kafka.provision import EXPANSION_SOURCE, ensure_expansion_service
+#: How KafkaIO is expanded, and why:
+#: - use_deprecated_read: a Read of KafkaIO's unbounded source, which Flink runs itself, with the topic's
+#:   offsets in its checkpoints (the default expansion, a splittable DoFn, needs a Java SDK harness);
+#: - EMBEDDED: KafkaIO's few Java steps (dropping Kafka's metadata) run inside the TaskManager's JVM
+#:   (the default environment is a Docker container of Beam's Java SDK, and there is no Docker here).
+OPTIONS = ("--experiments=use_deprecated_read", "--defaultEnvironmentType=EMBEDDED")
+
+
+class ExpansionService:
+    """``with ExpansionService(connector, log_path) as service:`` ``service.address`` expands ReadFromKafka."""
+
+    def __init__(self, connector: str, log_path: str):
+        self.connector, self.log_path = connector, log_path
+        self.port, self.pid = jvm.free_port(), None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        classpath = os.pathsep.join([ensure_expansion_service(), *(os.path.join(folder, "*") for folder in
+                                                                   (ensure_job_server(), self.connector))])
+        command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, EXPANSION_SOURCE.removesuffix(".java"),
+                   str(self.port), *OPTIONS]
+        self.pid = jvm.start(command, self.log_path).pid
+        try:
+            jvm.wait_for_port(self.port, self.pid, self.log_path, "Beam's expansion service for KafkaIO", timeout=180)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.pid is not None:
+            jvm.stop(self.pid)
+            self.pid = None
