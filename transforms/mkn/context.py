@@ -67,7 +67,7 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
     con = work.connect()
     con.execute(f"""CREATE TEMP TABLE successors AS
                     SELECT ngram, a, {context_of('ngram')} AS context
-                    FROM {scan(index.files('adjusted', order, bucket), ADJUSTED)}""")
+                    FROM {scan(con, index.files('adjusted', order, bucket), ADJUSTED)}""")
     con.execute(f"CREATE TEMP TABLE stats AS SELECT context, {SUCCESSOR_SUMS} FROM successors GROUP BY context")
     check_sums(con, order, "stats")
     write_rows(con, f"SELECT {context_columns(order)} FROM stats",
@@ -77,7 +77,7 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
     # gamma: the successors of the others find none (orphans).
     gamma = backoff_mass("s.total", "s.n1", "s.n2", "s.n3plus", discounts)
     con.execute(f"""CREATE TEMP TABLE lower AS SELECT l.ngram, l.a, l.p, s.total, {gamma} AS gamma
-                    FROM {scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)} l
+                    FROM {scan(con, index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)} l
                     LEFT JOIN stats s ON s.context = l.ngram""")
     write_rows(con, f"""SELECT ngram, {order - 1}::TINYINT AS "order", a AS adjusted_count,
                                {log10_prob('p')} AS log10_prob,
