@@ -33,8 +33,6 @@ from ngramflow.transforms import sizing
 #: 5-grams into 3 buckets took 0.92 s of CPU instead of 1.44 (hash of the key included) and reading them
 #: back 0.12 s instead of 0.18, for ~3x the bytes on disk (108 MB against 37).
 WORK_SUFFIX = ".arrow"
-#: Rows DuckDB hands over at once to be split into buckets.
-SCATTER_BATCH_ROWS = 128 * 1024
 
 
 class Written(NamedTuple):
@@ -85,7 +83,7 @@ class Work(NamedTuple):
         a file per bucket that gets rows; returns the files written and their rows."""
         folder = os.path.join(self.folder, table, f"order={order}")
         reader = con.sql(f"SELECT *, {self.bucket_of(key_sql)} AS _bucket FROM ({query})").to_arrow_reader(
-            SCATTER_BATCH_ROWS)
+            sizing.MKN_SCATTER_BATCH_ROWS)
         files, rows = {}, 0
         try:
             for batch in reader:
