@@ -3,6 +3,7 @@
 import math
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from ngramflow.errors import UserError
@@ -111,12 +112,15 @@ def test_probabilities_by_hand():
 
 def test_arpa_lines():
     def line(ngram, prob, backoff):
-        return sql(arpa.entry("g", "p", "b"), g=text(ngram), p=double(prob),
-                   b="NULL::DOUBLE" if backoff is None else double(backoff))
+        return arpa.entry_lines(pa.array([ngram]), pa.array([prob]), pa.array([backoff], pa.float64())).decode()
 
     assert line("_START_ a _END_", -1.0, None) == "-1\t<s> a </s>\n" and line("a_START_ b", -1.0, None) == "-1\ta_START_ b\n"
     assert line("_START_", -0.0, -0.30102999566) == "0\t<s>\t-0.30103\n"
     assert line("a b", -1.234567891, None) == "-1.234568\ta b\n"
+    # C's printf("%.7g"): exponents of two digits at least, trailing zeros dropped; a batch's slice reads its own rows.
+    assert line("a", -0.000012345678, 1e7) == "-1.234568e-05\ta\t1e+07\n" and line("a", -99.0, 0.5) == "-99\ta\t0.5\n"
+    batch = pa.array(["x", "_START_ b"]).slice(1)
+    assert arpa.entry_lines(batch, pa.array([-2.5]), pa.array([None], pa.float64())) == b"-2.5\t<s> b\n"
     assert arpa.header([3, 2]) == "\\data\\\nngram 1=3\nngram 2=2\n\n"
 
 

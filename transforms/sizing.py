@@ -194,6 +194,11 @@ MKN_TASK_HEADROOM = 5 / 4
 MKN_BUCKET_ROWS = 1 << 20
 #: The environment variable that sets other rows per bucket (tests force many buckets with few rows).
 MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
+#: Rows a task's scatter takes from DuckDB at once to deal into buckets (transforms/mkn/tables.py). They are held
+#: by pyarrow, outside DuckDB's memory limit, twice (the batch and its copy sorted by bucket): at ~60 bytes a
+#: row of the work tables, ~16 MiB, well within MKN_PROCESS_BYTES. Not tuned: DuckDB's own vector batches
+#: (2,048 rows) would cost a Python loop per 2k rows; a batch this size, per 128k.
+MKN_SCATTER_BATCH_ROWS = 128 * 1024
 
 
 def mkn_buckets(largest_order_rows: int, workers: int) -> int:

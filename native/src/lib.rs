@@ -7,6 +7,7 @@
 //! A chunk with any line the kernel cannot vouch for comes back as None: the
 //! careful Python parser reads it and names each malformed line.
 
+mod arpa;
 mod fields;
 mod policy;
 mod runs;
@@ -111,8 +112,53 @@ fn collapse_chunk<'py>(
     Ok(Some(result))
 }
 
+/// arpa_lines(offsets, text, log10_probs, log10_backoffs, has_backoff) -> bytes
+///
+/// The ARPA lines of a batch of entries (arpa.rs): n-gram i is TEXT[OFFSETS[i]..OFFSETS[i + 1]]
+/// (offsets int64), its log10 probability and backoff float64, has_backoff one uint8 flag per entry
+/// (the highest order has no backoff).
+#[pyfunction]
+fn arpa_lines<'py>(
+    py: Python<'py>,
+    offsets: &[u8],
+    text: &[u8],
+    log10_probs: &[u8],
+    log10_backoffs: &[u8],
+    has_backoff: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let n = has_backoff.len();
+    if offsets.len() != 8 * (n + 1) || log10_probs.len() != 8 * n || log10_backoffs.len() != 8 * n {
+        return Err(PyValueError::new_err(
+            "arpa_lines: columns of different lengths",
+        ));
+    }
+    let int =
+        |b: &[u8], i: usize| i64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap()) as usize;
+    let float = |b: &[u8], i: usize| f64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
+    if int(offsets, n) > text.len() || (0..n).any(|i| int(offsets, i) > int(offsets, i + 1)) {
+        return Err(PyValueError::new_err(
+            "arpa_lines: offsets outside the text",
+        ));
+    }
+    let lines = py.allow_threads(|| {
+        let mut out = Vec::with_capacity(text.len() + 24 * n);
+        for i in 0..n {
+            let backoff = (has_backoff[i] != 0).then(|| float(log10_backoffs, i));
+            arpa::entry(
+                &text[int(offsets, i)..int(offsets, i + 1)],
+                float(log10_probs, i),
+                backoff,
+                &mut out,
+            );
+        }
+        out
+    });
+    Ok(PyBytes::new(py, &lines))
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
-    m.add_function(wrap_pyfunction!(collapse_chunk, m)?)
+    m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(arpa_lines, m)?)
 }

@@ -94,7 +94,7 @@ def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order
     """One bucket of order ORDER -> ("adjusted" files written, the bucket's summary of the order)."""
     con = work.connect()
     # The import totals each n-gram once, so an input row is an n-gram's only one.
-    raw = scan(index.files("input", order, bucket), RAW)
+    raw = scan(con, index.files("input", order, bucket), RAW)
     if order == 1:
         # The reserved unigrams are always in the model, with no raw count unless the input has them.
         reserved = " UNION ALL ".join(f"SELECT {text(t)}, NULL::BIGINT" for t in RESERVED_TOKENS)
@@ -104,7 +104,7 @@ def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order
         CREATE TEMP TABLE adjusted AS
         WITH raw AS (SELECT * FROM {raw}),
              extensions AS (SELECT ngram, sum(extensions) AS extensions
-                            FROM {scan(index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
+                            FROM {scan(con, index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
              joined AS (SELECT coalesce(r.ngram, e.ngram) AS ngram, r.raw, coalesce(e.extensions, 0) AS extensions
                         FROM raw r FULL JOIN extensions e ON r.ngram = e.ngram)
         SELECT ngram, {adjusted_sql(order, model_order)} FROM joined""")

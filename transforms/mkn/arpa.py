@@ -12,39 +12,19 @@
     (blank line)
     \\end\\
 
-Tokens are written as readers expect them: _START_ as <s>, _END_ as </s>. Lines are
-formatted by DuckDB from the model's Parquet files and written as Arrow string buffers, so
-no Python object is made per line.
+Tokens are written as readers expect them: _START_ as <s>, _END_ as </s>; numbers as C's
+printf("%.7g"). DuckDB reads the model's Parquet files in batches and the native kernel formats
+each batch's lines into one bytes object (native/src/arpa.rs), so no Python object is made per line.
 """
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ngramflow.schemas import END, START
-from ngramflow.transforms.mkn.tables import text
-
-TOKENS = {START: "<s>", END: "</s>"}
+from ngramflow.transforms.kernel import _kernel
 
 #: Model rows formatted at once.
 BATCH_ROWS = 64 * 1024
-
-
-def arpa_ngram(column: str) -> str:
-    """SQL: the n-gram with the boundary tokens spelled as readers expect."""
-    spelled = " ".join(f"WHEN {text(token)} THEN {text(arpa)}" for token, arpa in TOKENS.items())
-    boundary = " OR ".join(f"contains({column}, {text(token)})" for token in TOKENS)
-    return (f"CASE WHEN {boundary} THEN array_to_string(list_transform(string_split({column}, ' '), "
-            f"lambda t: CASE t {spelled} ELSE t END), ' ') ELSE {column} END")
-
-
-def number(column: str) -> str:
-    """SQL: seven significant digits, as float32 holds; -0 printed as 0."""
-    return f"printf('%.7g', {column} + 0.0::DOUBLE)"
-
-
-def entry(ngram: str, log10_prob: str, log10_backoff: str) -> str:
-    """SQL: an entry's line, newline included (no backoff field where the backoff is NULL)."""
-    return (f"{number(log10_prob)} || chr(9) || {arpa_ngram(ngram)} || "
-            f"CASE WHEN {log10_backoff} IS NULL THEN '' ELSE chr(9) || {number(log10_backoff)} END || chr(10)")
 
 
 def header(counts: list[int]) -> str:
@@ -52,12 +32,17 @@ def header(counts: list[int]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def _text_bytes(lines) -> memoryview:
-    """The concatenated values of an Arrow string array without nulls: one slice of its data buffer."""
-    wide = lines.type.id == 34  # large_string
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
-    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
-    return memoryview(lines.buffers()[2])[start:end]
+def entry_lines(ngrams: pa.Array, log10_probs: pa.Array, log10_backoffs: pa.Array) -> bytes:
+    """The ARPA lines of a batch of entries (no backoff field where the backoff is null)."""
+    ngrams = ngrams.cast(pa.large_string())
+    offsets = np.frombuffer(ngrams.buffers()[1], np.int64)[ngrams.offset:ngrams.offset + len(ngrams) + 1]
+    data = ngrams.buffers()[2]
+    has_backoff = log10_backoffs.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8)
+    return _kernel.arpa_lines(
+        offsets.tobytes(), b"" if data is None else data.to_pybytes(),
+        log10_probs.to_numpy(zero_copy_only=False).astype(np.float64).tobytes(),
+        pc.fill_null(log10_backoffs, 0.0).to_numpy(zero_copy_only=False).astype(np.float64).tobytes(),
+        has_backoff.tobytes())
 
 
 def write_section(con, order: int, paths: list[str], fh) -> None:
@@ -65,11 +50,10 @@ def write_section(con, order: int, paths: list[str], fh) -> None:
     fh.write(f"\\{order}-grams:\n".encode())
     if paths:
         listing = ", ".join(f"'{p}'" for p in paths)
-        reader = con.sql(
-            f"SELECT {entry('ngram', 'log10_prob', 'log10_backoff')} AS line "
-            f"FROM read_parquet([{listing}], hive_partitioning = false)").to_arrow_reader(BATCH_ROWS)
+        reader = con.sql(f"SELECT ngram, log10_prob, log10_backoff FROM read_parquet([{listing}], "
+                         "hive_partitioning = false)").to_arrow_reader(BATCH_ROWS)
         for batch in reader:
-            fh.write(_text_bytes(batch.column(0)))
+            fh.write(entry_lines(*batch.columns))
     fh.write(b"\n")
 
 

@@ -67,26 +67,28 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
     con = work.connect()
     con.execute(f"""CREATE TEMP TABLE successors AS
                     SELECT ngram, a, {context_of('ngram')} AS context
-                    FROM {scan(index.files('adjusted', order, bucket), ADJUSTED)}""")
+                    FROM {scan(con, index.files('adjusted', order, bucket), ADJUSTED)}""")
     con.execute(f"CREATE TEMP TABLE stats AS SELECT context, {SUCCESSOR_SUMS} FROM successors GROUP BY context")
     check_sums(con, order, "stats")
     write_rows(con, f"SELECT {context_columns(order)} FROM stats",
                out_root, layout.part(layout.by_order(layout.MKN_CONTEXTS, order), bucket))
-    lower = scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)
-    con.execute(f"CREATE TEMP TABLE lower AS SELECT * FROM {lower}")
-    # Only contexts in the model have a gamma: the successors of the others find none (orphans).
+    # Each order-(ORDER-1) model row with its sums as a context, where it is one: one join gives both the
+    # model rows' backoffs and the gamma of the successors' contexts. Only contexts in the model have a
+    # gamma: the successors of the others find none (orphans).
     gamma = backoff_mass("s.total", "s.n1", "s.n2", "s.n3plus", discounts)
-    con.execute(f"CREATE TEMP TABLE gamma AS SELECT s.context, s.total, {gamma} AS gamma "
-                "FROM stats s SEMI JOIN lower l ON s.context = l.ngram")
-    write_rows(con, f"""SELECT l.ngram, {order - 1}::TINYINT AS "order", l.a AS adjusted_count,
-                               {log10_prob('l.p')} AS log10_prob,
-                               CASE WHEN g.context IS NULL OR NOT ({can_back_off('l.ngram')}) THEN 0.0
-                                    ELSE {log10_or_zero('g.gamma')} END AS log10_backoff
-                        FROM lower l LEFT JOIN gamma g ON g.context = l.ngram""",
+    con.execute(f"""CREATE TEMP TABLE lower AS SELECT l.ngram, l.a, l.p, s.total, {gamma} AS gamma
+                    FROM {scan(con, index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)} l
+                    LEFT JOIN stats s ON s.context = l.ngram""")
+    write_rows(con, f"""SELECT ngram, {order - 1}::TINYINT AS "order", a AS adjusted_count,
+                               {log10_prob('p')} AS log10_prob,
+                               CASE WHEN total IS NULL OR NOT ({can_back_off('ngram')}) THEN 0.0
+                                    ELSE {log10_or_zero('gamma')} END AS log10_backoff
+                        FROM lower""",
                out_root, layout.part(layout.by_order(layout.MKN_NGRAMS, order - 1), bucket))
     successors = con.execute("SELECT count(*) FROM successors").fetchall()[0][0]
     written, rows = work.scatter(con, "weighted", order, f"""
         SELECT s.ngram, s.a, {discounted('s.a', 'g.total', discounts)} AS u, g.gamma
-        FROM successors s JOIN gamma g ON s.context = g.context""", suffix_of("ngram"))
+        FROM successors s JOIN (SELECT ngram AS context, total, gamma FROM lower WHERE total IS NOT NULL) g
+             ON s.context = g.context""", suffix_of("ngram"))
     con.close()
     return written, successors - rows

@@ -73,7 +73,7 @@ def unigram_bucket(work: Work, index: Index, bucket: int, discounts: Discounts, 
     uniform = f"({backoff_mass(total, n1, n2, n3plus, discounts)}) / {vocab_size}::DOUBLE"
     query = f"""SELECT ngram, a, CASE WHEN ngram = {text(START)} THEN 1.0::DOUBLE
                                       ELSE {discounted('a', total, discounts)} + {uniform} END AS p
-                FROM {scan(index.files('adjusted', 1, bucket), ADJUSTED)}"""
+                FROM {scan(con, index.files('adjusted', 1, bucket), ADJUSTED)}"""
     written, _ = _probabilities_out(con, work, query, 1, bucket, model_order, out_root)
     con.close()
     return written
@@ -84,9 +84,9 @@ def interpolate_bucket(work: Work, index: Index, order: int, bucket: int, model_
     """One suffix bucket of order ORDER -> (files written, orphans)."""
     con = work.connect()
     con.execute(f"CREATE TEMP TABLE weighted AS SELECT *, {suffix_of('ngram')} AS suffix "
-                f"FROM {scan(index.files('weighted', order, bucket), WEIGHTED)}")
+                f"FROM {scan(con, index.files('weighted', order, bucket), WEIGHTED)}")
     con.execute(f"CREATE TEMP TABLE lower AS SELECT ngram, p FROM "
-                f"{scan(index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)}")
+                f"{scan(con, index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)}")
     weighted = con.execute("SELECT count(*) FROM weighted").fetchall()[0][0]
     query = "SELECT w.ngram, w.a, w.u + w.gamma * l.p AS p FROM weighted w JOIN lower l ON w.suffix = l.ngram"
     written, rows = _probabilities_out(con, work, query, order, bucket, model_order, out_root)

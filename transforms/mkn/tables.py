@@ -2,7 +2,7 @@
 (DuckDB, vectorized and bounded by a memory limit) that runs each pass inside one bucket.
 
 A pass writes each row it produces into the bucket of the key the *next* pass joins on
-(``hash(key) % buckets``), as Parquet files under ``WORK/TABLE/order=N/bucket=K/``. A task then
+(``hash(key) % buckets``), as Arrow IPC files under ``WORK/TABLE/order=N/bucket=K/``. A task then
 reads one bucket of each table it joins, so every join is local to a bucket and no task holds more
 than a bucket's rows; DuckDB's hash joins and aggregates spill to disk past the task's memory
 limit, so a bucket larger than planned costs time, not memory. A join's memory is its build side
@@ -16,14 +16,23 @@ references of the attempt that succeeded are passed on (as in transforms/runfile
 
 import os
 import tempfile
+import uuid
 from typing import NamedTuple
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.ipc as ipc
 
 from ngramflow.transforms import sizing
 
-#: Work files are written once and read once: cheap compression.
-WORK_COMPRESSION = "snappy"
+#: Work files are written once and read once, by the same machine's tasks: uncompressed Arrow IPC, which
+#: costs no encoding either way. Against DuckDB's partitioned Parquet COPY (snappy), scattering 2.85M
+#: 5-grams into 3 buckets took 0.92 s of CPU instead of 1.44 (hash of the key included) and reading them
+#: back 0.12 s instead of 0.18, for ~3x the bytes on disk (108 MB against 37).
+WORK_SUFFIX = ".arrow"
 
 
 class Written(NamedTuple):
@@ -70,26 +79,47 @@ class Work(NamedTuple):
         return f"hash({key_sql}) % {self.buckets}"
 
     def scatter(self, con, table: str, order: int, query: str, key_sql: str) -> tuple[list[Written], int]:
-        """Write the rows of QUERY into TABLE's buckets by the hash of KEY_SQL (an expression over them);
-        returns the files written and their rows."""
+        """Write the rows of QUERY into TABLE's buckets by the hash of KEY_SQL (an expression over them):
+        a file per bucket that gets rows; returns the files written and their rows."""
         folder = os.path.join(self.folder, table, f"order={order}")
-        os.makedirs(folder, exist_ok=True)
-        rows, written = con.execute(
-            f"COPY (SELECT *, {self.bucket_of(key_sql)} AS bucket FROM ({query})) TO '{folder}' "
-            f"(FORMAT parquet, COMPRESSION {WORK_COMPRESSION}, PARTITION_BY (bucket), APPEND, RETURN_FILES, "
-            "FILENAME_PATTERN 'part-{uuid}')").fetchall()[0]
-        return [Written(table, order, int(path.rsplit("bucket=", 1)[1].split("/", 1)[0]), path)
-                for path in written], rows
+        reader = con.sql(f"SELECT *, {self.bucket_of(key_sql)} AS _bucket FROM ({query})").to_arrow_reader(
+            sizing.MKN_SCATTER_BATCH_ROWS)
+        files, rows = {}, 0
+        try:
+            for batch in reader:
+                rows += batch.num_rows
+                for bucket, part in _by_bucket(batch):
+                    if bucket not in files:
+                        path = os.path.join(folder, f"bucket={bucket}", f"part-{uuid.uuid4().hex}{WORK_SUFFIX}")
+                        os.makedirs(os.path.dirname(path), exist_ok=True)
+                        files[bucket] = (path, ipc.new_file(path, part.schema))
+                    files[bucket][1].write_batch(part)
+        finally:
+            for _, writer in files.values():
+                writer.close()
+        return [Written(table, order, bucket, path) for bucket, (path, _) in sorted(files.items())], rows
 
 
-def scan(paths: list[str], columns: dict[str, str]) -> str:
-    """A SQL table of COLUMNS ({name: DuckDB type}) read from PATHS, empty when there are none."""
-    names = ", ".join(columns)
+def _by_bucket(batch: pa.RecordBatch):
+    """(bucket, rows) of a batch whose last column is the bucket, without that column."""
+    last = batch.num_columns - 1
+    order = pc.sort_indices(batch.column(last))
+    buckets = batch.column(last).take(order).to_numpy()
+    rows = batch.select(list(range(last))).take(order)
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+    for start, end in zip(starts, np.r_[starts[1:], len(buckets)]):
+        yield int(buckets[start]), rows.slice(start, end - start)
+
+
+def scan(con, paths: list[str], columns: dict[str, str]) -> str:
+    """A SQL table of COLUMNS ({name: DuckDB type}) read from the work files PATHS through CON, empty when
+    there are none."""
     if not paths:
         typed = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
         return f"(SELECT {typed} WHERE false)"
-    listing = ", ".join(f"'{p}'" for p in paths)
-    return f"(SELECT {names} FROM read_parquet([{listing}], hive_partitioning = false))"
+    name = f"work_{uuid.uuid4().hex}"
+    con.register(name, ds.dataset(paths, format="ipc"))
+    return f"(SELECT {', '.join(columns)} FROM {name})"
 
 
 def double(value: float) -> str:
