@@ -236,6 +236,16 @@ def assert_spread_over_many_keys(dataset) -> None:
     assert len(parts) == len(manifest["ranges"]["2"]) > 1, "one part file per n-gram range"
 
 
+def assert_restored_with_exact_output(process, cluster, job: str, dataset, reference) -> None:
+    """The import ends well, its job restarted from a checkpoint, and its dataset is the reference's."""
+    code, err = finish(process)
+    assert code == 0, err
+    stats = rest.checkpoints(cluster.rest_address, job)
+    assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
+    print(f"\ncheckpoints in all: {stats['counts']}")
+    assert_same_dataset(dataset, reference)
+
+
 def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
     jvm.stop(pid)  # reaps it
@@ -252,12 +262,7 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
     cluster.add_taskmanager()
     print(f"\nTaskManager killed after {before['counts']['completed']} completed checkpoints")
 
-    code, err = finish(process)
-    assert code == 0, err
-    stats = rest.checkpoints(cluster.rest_address, job)
-    assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
-    print(f"checkpoints in all: {stats['counts']}")
-    assert_same_dataset(tmp_path / "out", reference)
+    assert_restored_with_exact_output(process, cluster, job, tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")
 
 

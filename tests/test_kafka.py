@@ -20,7 +20,8 @@ from ngramflow.pipeline.flink import jvm, provision, rest
 from ngramflow.pipeline.flink.cluster import SessionCluster
 from ngramflow.pipeline.kafka import provision as kafka_provision
 from ngramflow.pipeline.kafka.broker import Broker
-from test_flink import assert_same_dataset, content, finish, kill, running_job, wait_for_checkpoints
+from test_flink import (assert_restored_with_exact_output, assert_same_dataset, content, finish, kill, running_job,
+                        wait_for_checkpoints)
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLICE_SIZE = "64k"
@@ -211,12 +212,7 @@ def test_killed_taskmanager_restores_offsets_and_counts_exactly(broker, cluster,
     kill(taskmanager)
     cluster.add_taskmanager()
     publish(address, third, "--end-of-corpus")
-    code, err = finish(process)
-    assert code == 0, err
-    stats = rest.checkpoints(cluster.rest_address, job)
-    assert stats["counts"]["restored"] >= 1, "the job must have restarted from a checkpoint"
-    print(f"\ncheckpoints in all: {stats['counts']}")
-    assert_same_dataset(tmp_path / "out", reference)
+    assert_restored_with_exact_output(process, cluster, job, tmp_path / "out", reference)
 
 
 def test_broker_stopped_and_restarted_mid_run(broker, cluster, corpus, reference, tmp_path):
