@@ -77,7 +77,7 @@ TABLE_BYTES_PER_INPUT_BYTE = 12
 KEY_SHARE = 4
 
 
-#: Samples per n-gram range when checkpointed mode cuts its totals into ranges (transforms/sample_sort.py),
+#: Samples per n-gram range when checkpointed mode cuts its run tables into ranges (transforms/sample_sort.py),
 #: of a key's share of the budget each, rows counted at 64 bytes: ranges come out within a few tenths of it.
 SAMPLES_PER_RANGE, SAMPLED_ROW_BYTES = 64, 64
 
@@ -89,7 +89,7 @@ PIECES_PER_RANGE = 4
 
 
 def range_bytes() -> int:
-    """The bytes of n-gram rows per range of checkpointed mode: a key's share of the budget."""
+    """The bytes of run tables per n-gram range of checkpointed mode: a key's share of the budget."""
     return key_budget() // KEY_SHARE
 
 
