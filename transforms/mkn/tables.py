@@ -20,13 +20,12 @@ import uuid
 from typing import NamedTuple
 
 import duckdb
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.ipc as ipc
 
 from ngramflow.transforms import sizing
+from ngramflow.transforms.shards import split_by_key
 
 #: Work files are written once and read once, by the same machine's tasks: uncompressed Arrow IPC, which
 #: costs no encoding either way. Against DuckDB's partitioned Parquet COPY (snappy), scattering 2.85M
@@ -88,27 +87,18 @@ class Work(NamedTuple):
         try:
             for batch in reader:
                 rows += batch.num_rows
-                for bucket, part in _by_bucket(batch):
+                last = batch.num_columns - 1  # the bucket
+                rows_only = pa.Table.from_batches([batch.select(list(range(last)))])
+                for bucket, part in split_by_key(rows_only, batch.column(last).to_numpy()):
                     if bucket not in files:
                         path = os.path.join(folder, f"bucket={bucket}", f"part-{uuid.uuid4().hex}{WORK_SUFFIX}")
                         os.makedirs(os.path.dirname(path), exist_ok=True)
                         files[bucket] = (path, ipc.new_file(path, part.schema))
-                    files[bucket][1].write_batch(part)
+                    files[bucket][1].write_table(part)
         finally:
             for _, writer in files.values():
                 writer.close()
         return [Written(table, order, bucket, path) for bucket, (path, _) in sorted(files.items())], rows
-
-
-def _by_bucket(batch: pa.RecordBatch):
-    """(bucket, rows) of a batch whose last column is the bucket, without that column."""
-    last = batch.num_columns - 1
-    order = pc.sort_indices(batch.column(last))
-    buckets = batch.column(last).take(order).to_numpy()
-    rows = batch.select(list(range(last))).take(order)
-    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
-    for start, end in zip(starts, np.r_[starts[1:], len(buckets)]):
-        yield int(buckets[start]), rows.slice(start, end - start)
 
 
 def scan(con, paths: list[str], columns: dict[str, str]) -> str:
