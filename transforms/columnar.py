@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
-from ngramflow.transforms import checked
+from ngramflow.transforms import checked, native
 
 MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
+assert MASK_BYTES % 8 == 0, "or_by_run ORs masks as 64-bit words"
 MASK_TYPE = pa.binary(MASK_BYTES)
 
 
@@ -69,22 +70,35 @@ def mask_matrix(column) -> np.ndarray:
     return data[start:start + len(column) * MASK_BYTES].reshape(len(column), MASK_BYTES)
 
 
-_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], np.uint8)
-_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 for b in range(256)], np.int64)
-_HIGHEST_BIT = np.array([b.bit_length() - 1 for b in range(256)], np.int64)
+#: Rows past each run's first up to which or_by_run ORs them into place one by one; beyond, a reduceat.
+_FEW_EXTRA_ROWS = 8
+
+
+def or_by_run(masks: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The (runs, MASK_BYTES) OR of each run's masks (runs of rows begin at ``starts``).
+
+    Measured on 4M masks with 1% of rows in a run with another (a merge of collapsed chunks, whose
+    n-grams rarely repeat): reduceat over the bytes 3.9 s, over 64-bit words 1.2 s, each run's first
+    row taken and the few other rows ORed into it 0.1 s.
+    """
+    if len(starts) == len(masks):
+        return masks
+    words = masks.view(np.uint64)  # MASK_BYTES is a multiple of 8
+    extra = np.ones(len(masks), bool)
+    extra[starts] = False
+    rows = np.flatnonzero(extra)
+    if len(rows) * _FEW_EXTRA_ROWS > len(masks):
+        return np.bitwise_or.reduceat(words, starts, axis=0).view(np.uint8)
+    merged = words[starts]
+    np.bitwise_or.at(merged, np.searchsorted(starts, rows, side="right") - 1, words[rows])
+    return merged.view(np.uint8)
 
 
 def mask_stats(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first year, last year, number of years) of each (non-empty) mask."""
-    matrix = mask_matrix(column)
-    rows = np.arange(len(matrix))
-    nonzero = matrix != 0
-    low = nonzero.argmax(axis=1)
-    high = MASK_BYTES - 1 - nonzero[:, ::-1].argmax(axis=1)
-    first = YEAR_MIN + 8 * low + _LOWEST_BIT[matrix[rows, low]]
-    last = YEAR_MIN + 8 * high + _HIGHEST_BIT[matrix[rows, high]]
-    count = _POPCOUNT[matrix].sum(axis=1, dtype=np.int64)
-    return first.astype(np.int16), last.astype(np.int16), count.astype(np.int16)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return native.mask_stats(column)
 
 
 def series_by_run(ids: np.ndarray, years, matches, volumes, runs: int) -> pa.Array:

@@ -8,12 +8,10 @@ key's tables with O(log n) merges per row (the vocabulary's token tables).
 """
 
 import apache_beam as beam
-import numpy as np
 from apache_beam.metrics import Metrics
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ngramflow.transforms import columnar
+from ngramflow.transforms import columnar, native
 
 
 #: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
@@ -48,13 +46,12 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema."""
     if runs.num_rows == 0:
         return runs
+    # Google's 2012 files and 2020 shards are sorted, and so are their runs: a table of runs is sorted, or a
+    # few sorted pieces (of several files, or several run files' heads), which a k-way merge puts in order.
+    order, starts = native.merge_order(runs["ngram"].combine_chunks())
+    if order is not None:
+        runs = runs.take(order)
     keys = runs["ngram"].combine_chunks()
-    # Google's 2012 files and 2020 shards are sorted, and so are their runs: checking is ~15x cheaper
-    # than sorting again, and a table that is not sorted is sorted.
-    if not pc.all(pc.less_equal(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
-        runs = runs.take(pc.sort_indices(keys))
-        keys = runs["ngram"].combine_chunks()
-    starts = columnar.run_starts(keys)
     if len(starts) == runs.num_rows:
         return runs.combine_chunks()
     ngrams = keys.take(pa.array(starts))
@@ -62,7 +59,7 @@ def merge_runs(runs: pa.Table) -> pa.Table:
         ngrams,
         pa.array(columnar.sum_by_ngram(columnar.numpy(runs["match"]), starts, ngrams, "match_count")),
         pa.array(columnar.sum_by_ngram(columnar.numpy(runs["volume"]), starts, ngrams, "volume_count")),
-        columnar.mask_array(np.bitwise_or.reduceat(columnar.mask_matrix(runs["years"]), starts, axis=0)),
+        columnar.mask_array(columnar.or_by_run(columnar.mask_matrix(runs["years"]), starts)),
     ]
     if "year_series" in runs.column_names:
         # Each year's sum is part of its n-gram's total, which fits: the series cannot overflow.

@@ -9,10 +9,13 @@
 
 mod arpa;
 mod fields;
+mod masks;
+mod order;
 mod policy;
 mod runs;
 
 use fields::Format;
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -156,9 +159,77 @@ fn arpa_lines<'py>(
     Ok(PyBytes::new(py, &lines))
 }
 
+/// The bytes of a contiguous buffer (pyarrow's Buffer and Python's bytes export signed chars).
+fn buffer_bytes(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("expected a contiguous buffer"));
+    }
+    // SAFETY: the buffer is contiguous, len_bytes long, and held (so alive and unmoved) by the caller.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), buffer.len_bytes()) })
+}
+
+/// merge_order(offsets, data) -> (order, starts)
+///
+/// Keys laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA) in key order (order.rs):
+/// ORDER is None when they already are, else the rows in that order (int64), and STARTS the position
+/// in it of the first row of each group of equal keys (int64).
+#[pyfunction]
+fn merge_order<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (offset_bytes, data) = (buffer_bytes(&offsets)?, buffer_bytes(&data)?);
+    let copied: Vec<i32>;
+    // SAFETY: any 4 bytes are an i32; align_to leaves out a misaligned head, which is then copied.
+    let offsets = match unsafe { offset_bytes.align_to::<i32>() } {
+        (&[], aligned, &[]) => aligned,
+        _ => {
+            copied = offset_bytes
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            &copied
+        }
+    };
+    let keys = order::Keys { offsets, data };
+    if offset_bytes.len() % 4 != 0 || !keys.valid() {
+        return Err(PyValueError::new_err(
+            "merge_order: offsets outside the data",
+        ));
+    }
+    let (order, starts) = py.allow_threads(|| order::merge_order(&keys));
+    let order = match order {
+        Some(rows) => PyBytes::new(py, bytes_of(&rows)).into_any(),
+        None => py.None().into_bound(py),
+    };
+    PyTuple::new(py, [order, PyBytes::new(py, bytes_of(&starts)).into_any()])
+}
+
+/// mask_stats(masks) -> (first, last, years)
+///
+/// The first year, last year and number of years (int16 each) of every year-set mask of MASKS
+/// (MASK_BYTES bytes each), as masks.rs counts them.
+#[pyfunction]
+fn mask_stats<'py>(py: Python<'py>, masks: PyBuffer<i8>) -> PyResult<Bound<'py, PyTuple>> {
+    let masks = buffer_bytes(&masks)?;
+    if masks.len() % runs::MASK_BYTES != 0 {
+        return Err(PyValueError::new_err(
+            "mask_stats: not a whole number of masks",
+        ));
+    }
+    let (first, last, years) = py.allow_threads(|| masks::stats(masks));
+    PyTuple::new(
+        py,
+        [first, last, years].map(|column| PyBytes::new(py, bytes_of(&column))),
+    )
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_order, m)?)?;
+    m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)
 }

@@ -1,0 +1,61 @@
+//! Year-set bit masks (runs.rs builds them: bit `year - YEAR_MIN` of MASK_BYTES bytes) to the
+//! columns the n-gram files keep: the first year, the last year and the number of years.
+
+use crate::fields::YEAR_MIN;
+use crate::runs::MASK_BYTES;
+
+/// (first year, last year, years) of each mask of MASKS, MASK_BYTES bytes each. An empty mask (no
+/// run has one) gives YEAR_MIN - 1, the year before its last bit, and 0, as transforms/columnar.py did.
+pub fn stats(masks: &[u8]) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
+    let n = masks.len() / MASK_BYTES;
+    let (mut first, mut last, mut count) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for mask in masks.chunks_exact(MASK_BYTES) {
+        let words = mask
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap()));
+        let (mut low, mut high, mut years) = (None, None, 0u32);
+        for (i, word) in words.enumerate() {
+            if word != 0 {
+                let base = 64 * i as i32;
+                low.get_or_insert(base + word.trailing_zeros() as i32);
+                high = Some(base + 63 - word.leading_zeros() as i32);
+                years += word.count_ones();
+            }
+        }
+        let year = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
+        first.push(year(low.unwrap_or(-1)));
+        last.push(year(high.unwrap_or(8 * MASK_BYTES as i32 - 9)));
+        count.push(years as i16);
+    }
+    (first, last, count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_last_and_count() {
+        let mut masks = vec![0u8; 3 * MASK_BYTES];
+        for bit in [3usize, 64, 70, 8 * MASK_BYTES - 1] {
+            masks[bit / 8] |= 1 << (bit % 8);
+        }
+        masks[MASK_BYTES + 10] = 0b1000_0001;
+        let (first, last, count) = stats(&masks);
+        let y = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
+        assert_eq!(first, vec![y(3), y(80), y(-1)]);
+        assert_eq!(
+            last,
+            vec![
+                y(8 * MASK_BYTES as i32 - 1),
+                y(87),
+                y(8 * MASK_BYTES as i32 - 9)
+            ]
+        );
+        assert_eq!(count, vec![4, 2, 0]);
+    }
+}

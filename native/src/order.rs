@@ -1,0 +1,160 @@
+//! The order of a column of keys laid out as Arrow strings (offsets into one byte buffer): the rows
+//! in key order, and where each group of equal keys begins in it.
+//!
+//! A merge of run tables (transforms/merge.py) needs both. Its tables arrive sorted (Google's files
+//! are) or as a few sorted pieces (the tables of several files, or a merge step's heads of several
+//! run files), so the natural sorted runs of the column are merged as a k-way merge: O(n log k)
+//! comparisons, where a sort of the whole column paid O(n log n) (and a sorted column costs one
+//! pass). Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
+
+use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
+use std::collections::BinaryHeap;
+
+/// Keys as Arrow's string arrays hold them: key i is `data[offsets[i]..offsets[i + 1]]`.
+pub struct Keys<'a> {
+    pub offsets: &'a [i32],
+    pub data: &'a [u8],
+}
+
+impl Keys<'_> {
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Whether the offsets are non-decreasing and within the data: what `get` relies on.
+    pub fn valid(&self) -> bool {
+        self.offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1])
+            && self
+                .offsets
+                .last()
+                .is_none_or(|&end| end as usize <= self.data.len())
+    }
+}
+
+/// (rows in key order, or None when they already are; the position in that order of the first row
+/// of each group of equal keys). Equal keys keep their rows' order.
+pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
+    let n = keys.len();
+    let mut pieces: Vec<usize> = vec![0];
+    pieces.extend((1..n).filter(|&i| keys.get(i) < keys.get(i - 1)));
+    let order = (pieces.len() > 1).then(|| merge_pieces(keys, &pieces));
+    let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
+    let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
+    if n > 0 {
+        starts.push(0);
+    }
+    let mut previous = if n > 0 { keys.get(row(0)) } else { &[] };
+    for at in 1..n {
+        let key = keys.get(row(at));
+        if key != previous {
+            starts.push(at as i64);
+        }
+        previous = key;
+    }
+    (order, starts)
+}
+
+/// The rows of sorted pieces (each starting at an entry of PIECES and ending where the next starts)
+/// in key order; a tie goes to the earlier row.
+fn merge_pieces(keys: &Keys, pieces: &[usize]) -> Vec<i64> {
+    let n = keys.len();
+    let mut heap: BinaryHeap<Reverse<(&[u8], usize, usize)>> = pieces
+        .iter()
+        .zip(pieces.iter().skip(1).chain([&n]))
+        .map(|(&start, &end)| Reverse((keys.get(start), start, end)))
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((_, row, end)) = *top;
+        order.push(row as i64);
+        if row + 1 < end {
+            *top = Reverse((keys.get(row + 1), row + 1, end)); // sifted down when `top` drops
+        } else {
+            PeekMut::pop(top);
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys_of(words: &[&str]) -> (Vec<i32>, Vec<u8>) {
+        let mut offsets = vec![0];
+        let mut data = Vec::new();
+        for w in words {
+            data.extend_from_slice(w.as_bytes());
+            offsets.push(data.len() as i32);
+        }
+        (offsets, data)
+    }
+
+    fn check(words: &[&str]) {
+        let (offsets, data) = keys_of(words);
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        let (order, starts) = merge_order(&keys);
+        let rows: Vec<usize> = match &order {
+            Some(o) => o.iter().map(|&r| r as usize).collect(),
+            None => (0..words.len()).collect(),
+        };
+        let mut expected: Vec<usize> = (0..words.len()).collect();
+        expected.sort_by_key(|&i| (words[i].as_bytes(), i)); // stable: ties by row
+        assert_eq!(rows, expected, "{words:?}");
+        let sorted: Vec<&str> = rows.iter().map(|&r| words[r]).collect();
+        let mut want = Vec::new();
+        for at in 0..sorted.len() {
+            if at == 0 || sorted[at] != sorted[at - 1] {
+                want.push(at as i64);
+            }
+        }
+        assert_eq!(starts, want, "{words:?}");
+    }
+
+    #[test]
+    fn sorted_keys_need_no_order() {
+        let (offsets, data) = keys_of(&["a", "a", "b b", "c"]);
+        let (order, starts) = merge_order(&Keys {
+            offsets: &offsets,
+            data: &data,
+        });
+        assert!(order.is_none());
+        assert_eq!(starts, vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn pieces_merge_in_byte_order() {
+        check(&[]);
+        check(&["x"]);
+        check(&["b", "d", "a", "c", "e", "a", "d"]);
+        check(&["é", "z", "a", "é", "", "z"]);
+        check(&["d", "c", "b", "a", "a", "b"]);
+        check(&["a b", "a", "a", "a b", "ab"]);
+    }
+
+    #[test]
+    fn random_pieces() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let vocabulary = ["", "a", "ab", "b", "b a", "ba", "c", "ü", "zz"];
+        for _ in 0..200 {
+            let words: Vec<&str> = (0..next() % 40)
+                .map(|_| vocabulary[next() % vocabulary.len()])
+                .collect();
+            check(&words);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+"""The native kernel (native/, Rust, built by `pip install` as ngramflow.transforms._kernel), and the
+Arrow and NumPy faces of its column functions; the per-chunk parse is transforms/kernel.py's."""
+
+import numpy as np
+import pyarrow as pa
+
+from ngramflow.errors import KernelMissing
+from ngramflow.schemas import YEAR_MAX, YEAR_MIN
+
+try:
+    from ngramflow.transforms import _kernel
+except ImportError as err:  # no silent fallback to a slower path: the command line shows this one line
+    raise KernelMissing(f"ngramflow's native parse kernel (ngramflow.transforms._kernel, built from native/ with "
+                        f"cargo) is not built or does not load ({err}); run `make setup`, which builds it "
+                        "(needs cargo)") from None
+
+assert _kernel.MASK_BYTES == (YEAR_MAX - YEAR_MIN) // 8 + 1, "native/ and schemas disagree on the year range"
+
+_NO_BYTES = pa.py_buffer(b"")
+
+
+def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
+    """(the rows of a string array in key order, or None when they already are; the position in that
+    order of the first row of each group of equal keys): native/src/order.rs, a k-way merge of the
+    array's sorted pieces, stable."""
+    if len(keys) == 0:
+        return None, np.zeros(0, np.int64)
+    _, offsets, data = keys.buffers()
+    order, starts = _kernel.merge_order(offsets.slice(4 * keys.offset, 4 * (len(keys) + 1)), data or _NO_BYTES)
+    return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
+
+
+def mask_stats(masks: pa.FixedSizeBinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first year, last year, number of years), int16, of each year-set mask: native/src/masks.rs."""
+    width = masks.type.byte_width
+    data = masks.buffers()[1] if len(masks) else _NO_BYTES
+    found = _kernel.mask_stats(data.slice(masks.offset * width, len(masks) * width))
+    return tuple(np.frombuffer(column, np.int16) for column in found)
