@@ -1,5 +1,5 @@
-"""The native column functions (native/src/order.rs, masks.rs) and the mask OR by run, against
-independent references: Arrow's stable sort, plain Python over the bits, NumPy's reduceat."""
+"""The native column functions (native/src/order.rs, masks.rs) against independent references: Arrow's
+stable sort, plain Python over the bits, NumPy's reduceat."""
 
 import random
 
@@ -57,8 +57,13 @@ def test_mask_stats_count_the_bits_of_every_mask():
 
 
 @pytest.mark.parametrize("joined", [0.0, 0.01, 0.5, 0.97])
-def test_masks_or_by_run_as_numpy_reduces_them(joined):
+def test_masks_or_by_group_across_chunks_and_orders_as_numpy_reduces_them(joined):
     rng = np.random.default_rng(int(joined * 100))
     masks = rng.integers(0, 256, (3000, columnar.MASK_BYTES), dtype=np.uint8)
     starts = np.flatnonzero(np.concatenate(([True], rng.random(2999) >= joined)))
-    assert (columnar.or_by_run(masks, starts) == np.bitwise_or.reduceat(masks, starts, axis=0)).all()
+    column = columnar.mask_array(masks)
+    chunked = pa.chunked_array([column.slice(0, 1000), column.slice(1000, 1), column.slice(1001)])
+    order = rng.permutation(3000)
+    for found, expected in ((native.or_groups(chunked, None, starts), masks),
+                            (native.or_groups(chunked, order, starts), masks[order])):
+        assert found.to_pylist() == columnar.mask_array(np.bitwise_or.reduceat(expected, starts, axis=0)).to_pylist()

@@ -13,7 +13,6 @@ from ngramflow.schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
 from ngramflow.transforms import checked, native
 
 MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
-assert MASK_BYTES % 8 == 0, "or_by_run ORs masks as 64-bit words"
 MASK_TYPE = pa.binary(MASK_BYTES)
 
 
@@ -57,41 +56,6 @@ def year_masks(years: np.ndarray, ids: np.ndarray, runs: int) -> np.ndarray:
 
 def mask_array(masks: np.ndarray) -> pa.Array:
     return pa.FixedSizeBinaryArray.from_buffers(MASK_TYPE, len(masks), [None, pa.py_buffer(masks.tobytes())])
-
-
-def mask_matrix(column) -> np.ndarray:
-    """The (n, MASK_BYTES) uint8 view of a mask column."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if len(column) == 0:
-        return np.zeros((0, MASK_BYTES), np.uint8)
-    data = np.frombuffer(column.buffers()[1], np.uint8)
-    start = column.offset * MASK_BYTES
-    return data[start:start + len(column) * MASK_BYTES].reshape(len(column), MASK_BYTES)
-
-
-#: Rows past each run's first up to which or_by_run ORs them into place one by one; beyond, a reduceat.
-_FEW_EXTRA_ROWS = 8
-
-
-def or_by_run(masks: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The (runs, MASK_BYTES) OR of each run's masks (runs of rows begin at ``starts``).
-
-    Measured on 4M masks with 1% of rows in a run with another (a merge of collapsed chunks, whose
-    n-grams rarely repeat): reduceat over the bytes 3.9 s, over 64-bit words 1.2 s, each run's first
-    row taken and the few other rows ORed into it 0.1 s.
-    """
-    if len(starts) == len(masks):
-        return masks
-    words = masks.view(np.uint64)  # MASK_BYTES is a multiple of 8
-    extra = np.ones(len(masks), bool)
-    extra[starts] = False
-    rows = np.flatnonzero(extra)
-    if len(rows) * _FEW_EXTRA_ROWS > len(masks):
-        return np.bitwise_or.reduceat(words, starts, axis=0).view(np.uint8)
-    merged = words[starts]
-    np.bitwise_or.at(merged, np.searchsorted(starts, rows, side="right") - 1, words[rows])
-    return merged.view(np.uint8)
 
 
 def mask_stats(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

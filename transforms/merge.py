@@ -43,25 +43,31 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def merge_runs(runs: pa.Table) -> pa.Table:
-    """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema."""
+    """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema.
+
+    Google's 2012 files and 2020 shards are sorted, and so are their runs: a table of runs is sorted, or a
+    few sorted pieces (of several files, or several run files' heads), which a k-way merge puts in order.
+    The columns are then read where they lie, through that order: a sorted copy of the table (and of its
+    year masks, 88 bytes a row) was most of a spilling worker's peak (memray: 4 copies of its buffer).
+    """
     if runs.num_rows == 0:
         return runs
-    # Google's 2012 files and 2020 shards are sorted, and so are their runs: a table of runs is sorted, or a
-    # few sorted pieces (of several files, or several run files' heads), which a k-way merge puts in order.
-    order, starts = native.merge_order(runs["ngram"].combine_chunks())
-    if order is not None:
-        runs = runs.take(order)
     keys = runs["ngram"].combine_chunks()
-    if len(starts) == runs.num_rows:
+    order, starts = native.merge_order(keys)
+    if order is None and len(starts) == runs.num_rows:
         return runs.combine_chunks()
-    ngrams = keys.take(pa.array(starts))
-    columns = [
-        ngrams,
-        pa.array(columnar.sum_by_ngram(columnar.numpy(runs["match"]), starts, ngrams, "match_count")),
-        pa.array(columnar.sum_by_ngram(columnar.numpy(runs["volume"]), starts, ngrams, "volume_count")),
-        columnar.mask_array(columnar.or_by_run(columnar.mask_matrix(runs["years"]), starts)),
-    ]
-    if "year_series" in runs.column_names:
+    keep_years = "year_series" in runs.column_names
+    if keep_years and order is not None:  # the series are regrouped by consecutive rows (below)
+        runs, keys, order = runs.take(order), keys.take(order), None
+    ngrams = keys.take(pa.array(starts if order is None else order[starts]))
+
+    def summed(column: str, name: str) -> pa.Array:
+        values = columnar.numpy(runs[column])
+        return pa.array(columnar.sum_by_ngram(values if order is None else values[order], starts, ngrams, name))
+
+    columns = [ngrams, summed("match", "match_count"), summed("volume", "volume_count"),
+               native.or_groups(runs["years"], order, starts)]
+    if keep_years:
         # Each year's sum is part of its n-gram's total, which fits: the series cannot overflow.
         ids = columnar.run_ids(starts, runs.num_rows)
         parent, years, matches, volumes = columnar.explode_series(keys, runs["year_series"])

@@ -36,3 +36,15 @@ def mask_stats(masks: pa.FixedSizeBinaryArray) -> tuple[np.ndarray, np.ndarray, 
     data = masks.buffers()[1] if len(masks) else _NO_BYTES
     found = _kernel.mask_stats(data.slice(masks.offset * width, len(masks) * width))
     return tuple(np.frombuffer(column, np.int16) for column in found)
+
+
+def or_groups(masks, order: np.ndarray | None, starts: np.ndarray) -> pa.FixedSizeBinaryArray:
+    """The OR of the year-set masks (an array or chunked array) of each group of rows, group g being the
+    rows at positions starts[g] up to the next start of ``order`` (None: the rows themselves):
+    native/src/masks.rs, reading the chunks where they lie."""
+    chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
+    width = masks.type.byte_width
+    found = _kernel.or_groups([c.buffers()[1].slice(c.offset * width, len(c) * width) for c in chunks if len(c)],
+                              None if order is None else np.ascontiguousarray(order, np.int64),
+                              np.ascontiguousarray(starts, np.int64), len(masks))
+    return pa.FixedSizeBinaryArray.from_buffers(masks.type, len(starts), [None, pa.py_buffer(found)])

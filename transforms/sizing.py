@@ -18,15 +18,15 @@ CHUNK_BYTES = 8 << 20
 EMIT_RUNS = 1 << 18
 
 
-#: Compressed input from which the embedded runner starts a worker process per core by default. One
-#: more worker costs about 2.5 s of wall and of CPU time (the bundled sample imported with 1 and 2
-#: workers: 2.4 s and 4.9 s, BENCHMARKS.md "Workers"): below about 64 MiB (12M rows, some 6 s of one
-#: worker's work) it is not won back.
-PARALLEL_INPUT_BYTES = 64 << 20
+#: Compressed input from which the embedded runner runs a worker thread per core by default. A second
+#: thread costs little (the bundled sample, 62K rows: 1.8 s with one, 2.1-2.4 s with two) and is won
+#: back from a few files on (the 2012 format, one file of 13.9 MB: 2.67 s and 2.75 s; three files, 41 MB:
+#: 4.29 s and 4.13 s; BENCHMARKS.md "Workers"). One file is read by one worker either way.
+PARALLEL_INPUT_BYTES = 32 << 20
 
 
 def default_workers(input_bytes: int) -> int:
-    """Worker processes of an embedded import of ``input_bytes`` when --workers is not given."""
+    """Worker threads of an embedded import of ``input_bytes`` when --workers is not given."""
     return (os.cpu_count() or 1) if input_bytes >= PARALLEL_INPUT_BYTES else 1
 
 
@@ -108,9 +108,10 @@ def merge_shards(input_bytes: int, density: float | None) -> int:
 
 # Totalling through sorted run files on disk (transforms/spill.py: the embedded runner, Flink batch).
 
-#: Bytes of run tables a worker buffers before it spills them as sorted run files, and the bytes of
-#: run-file batches a shard's merge holds at once. A worker's peak is a small multiple of it (the
-#: buffer and its split copies; the batches and their merge), on top of the read stage's ~300 MiB.
+#: Bytes of run tables a worker process buffers before it spills them as sorted run files, and the bytes
+#: of run-file batches a shard's merge holds at once (shared by the threads of an embedded import,
+#: spill_budget). A worker's peak is about twice it (the buffer and its merge, transforms/merge.py), on
+#: top of the read stage's.
 SPILL_BYTES = 128 << 20
 #: The environment variable that sets another spill budget, in bytes (tests force many run files and
 #: merge passes with a tiny one).
@@ -119,6 +120,13 @@ SPILL_BYTES_VARIABLE = "NGRAMFLOW_SPILL_BYTES"
 
 def spill_bytes() -> int:
     return int(os.environ.get(SPILL_BYTES_VARIABLE, SPILL_BYTES))
+
+
+def spill_budget(workers: int) -> int:
+    """The spill budget of each of ``workers`` that share one process's (spill_bytes): the embedded runner's
+    worker threads. Measured, 80M rows of the 2012 format, 2 threads: 128 MiB each peaked at 925-942 MiB,
+    64 MiB each at 749-770 MiB, in the same CPU time (21.2 s user, 2 runs each)."""
+    return max(1, spill_bytes() // max(1, workers))
 
 
 #: Run rows per n-gram range of the spill path: one part file per order and range, so files of a few

@@ -29,14 +29,14 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
     let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
     for text in body.split(|&b| b == b'\n') {
         rows.clear();
-        let key = fields::line(text, format, &mut rows)?;
+        let key = fields::line(text, format, open.as_ref().map(|run| run.key), &mut rows)?;
         if open.as_ref().is_none_or(|run| run.key != key) {
             if let Some(run) = open.take() {
                 runs.close(run, policy).ok()?;
             }
             open = Some(runs.open(key, policy));
         }
-        runs.add(open.as_mut()?, &rows, policy);
+        runs.add(open.as_ref()?, &rows, policy);
     }
     if let Some(run) = open {
         runs.close(run, policy).ok()?;
@@ -225,11 +225,62 @@ fn mask_stats<'py>(py: Python<'py>, masks: PyBuffer<i8>) -> PyResult<Bound<'py, 
     )
 }
 
+/// or_groups(chunks, order, starts, rows) -> bytes
+///
+/// The OR of the year-set masks of each group of rows (masks.rs): CHUNKS are the mask buffers of a
+/// column's consecutive chunks (MASK_BYTES bytes a row, ROWS in all), ORDER None or the rows' order
+/// (int64), STARTS the position in it of each group's first row (int64).
+#[pyfunction]
+#[pyo3(signature = (chunks, order, starts, rows))]
+fn or_groups<'py>(
+    py: Python<'py>,
+    chunks: Vec<PyBuffer<i8>>,
+    order: Option<PyBuffer<i64>>,
+    starts: PyBuffer<i64>,
+    rows: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let chunks = chunks
+        .iter()
+        .map(buffer_bytes)
+        .collect::<PyResult<Vec<_>>>()?;
+    let order = order.as_ref().map(int64s).transpose()?;
+    let starts = int64s(&starts)?;
+    let in_range =
+        |values: &[i64], bound: usize| values.iter().all(|&v| 0 <= v && (v as usize) < bound);
+    let whole = chunks.iter().all(|c| c.len() % runs::MASK_BYTES == 0)
+        && chunks
+            .iter()
+            .map(|c| c.len() / runs::MASK_BYTES)
+            .sum::<usize>()
+            == rows;
+    if !whole
+        || order.is_some_and(|o| o.len() != rows || !in_range(o, rows))
+        || !in_range(starts, rows.max(1))
+        || starts.windows(2).any(|w| w[0] >= w[1])
+    {
+        return Err(PyValueError::new_err(
+            "or_groups: rows, order and starts disagree",
+        ));
+    }
+    let merged = py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows));
+    Ok(PyBytes::new(py, &merged))
+}
+
+/// The values of a contiguous int64 buffer (a NumPy array).
+fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("expected a contiguous int64 buffer"));
+    }
+    // SAFETY: contiguous, item_count int64s, held by the caller; PyBuffer<i64> checked the item type.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
     m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)
 }

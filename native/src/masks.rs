@@ -34,9 +34,63 @@ pub fn stats(masks: &[u8]) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
     (first, last, count)
 }
 
+/// The OR of the masks of each group of rows: group g holds the rows at positions `starts[g]` up to
+/// the next start (the last: up to `rows`) of `order` (None: the rows themselves). The masks are in
+/// CHUNKS, consecutive pieces of one column (MASK_BYTES bytes a row); no chunk is copied.
+pub fn or_groups(chunks: &[&[u8]], order: Option<&[i64]>, starts: &[i64], rows: usize) -> Vec<u8> {
+    let mut firsts = Vec::with_capacity(chunks.len() + 1); // the first row of each chunk, then the end
+    firsts.push(0usize);
+    for chunk in chunks {
+        firsts.push(firsts.last().unwrap() + chunk.len() / MASK_BYTES);
+    }
+    let mask = |row: usize| {
+        let chunk = firsts.partition_point(|&first| first <= row) - 1;
+        let at = (row - firsts[chunk]) * MASK_BYTES;
+        &chunks[chunk][at..at + MASK_BYTES]
+    };
+    let mut out = vec![0u8; starts.len() * MASK_BYTES];
+    for (g, merged) in out.chunks_exact_mut(MASK_BYTES).enumerate() {
+        let end = starts.get(g + 1).map_or(rows, |&next| next as usize);
+        for at in starts[g] as usize..end {
+            let row = order.map_or(at, |o| o[at] as usize);
+            for (byte, add) in merged.iter_mut().zip(mask(row)) {
+                *byte |= add;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_or_their_rows_across_chunks() {
+        let row = |bit: usize| {
+            let mut mask = vec![0u8; MASK_BYTES];
+            mask[bit / 8] |= 1 << (bit % 8);
+            mask
+        };
+        let (a, b) = ([row(1), row(2)].concat(), [row(3), row(700)].concat());
+        let chunks = [&a[..], &b[..]];
+        let want = |bits: &[usize]| {
+            let mut mask = vec![0u8; MASK_BYTES];
+            for &bit in bits {
+                mask[bit / 8] |= 1 << (bit % 8);
+            }
+            mask
+        };
+        assert_eq!(
+            or_groups(&chunks, None, &[0, 1, 3], 4),
+            [want(&[1]), want(&[2, 3]), want(&[700])].concat()
+        );
+        let order = [3, 0, 2, 1];
+        assert_eq!(
+            or_groups(&chunks, Some(&order), &[0, 2], 4),
+            [want(&[700, 1]), want(&[3, 2])].concat()
+        );
+    }
 
     #[test]
     fn first_last_and_count() {
