@@ -423,6 +423,7 @@ class ReadNgramFiles(beam.PTransform):
         return (
             units
             | "Spread work units over workers" >> spread
-            | "Parse rows and collapse runs" >> beam.ParDo(ReadNgramFile(self.settings)).with_outputs(
+            | "Parse rows and collapse runs" >> beam.ParDo(ReadNgramFile(self.settings)).with_output_types(
+                pa.Table).with_outputs(
                 ReadNgramFile.REJECTS, ReadNgramFile.FILE_STATS, main="runs")
         )
