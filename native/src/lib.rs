@@ -262,8 +262,10 @@ fn or_groups<'py>(
             "or_groups: rows, order and starts disagree",
         ));
     }
-    let merged = py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows));
-    Ok(PyBytes::new(py, &merged))
+    PyBytes::new_with(py, starts.len() * runs::MASK_BYTES, |out| {
+        py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, out));
+        Ok(())
+    })
 }
 
 /// The values of a contiguous int64 buffer (a NumPy array).

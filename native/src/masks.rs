@@ -34,31 +34,44 @@ pub fn stats(masks: &[u8]) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
     (first, last, count)
 }
 
-/// The OR of the masks of each group of rows: group g holds the rows at positions `starts[g]` up to
-/// the next start (the last: up to `rows`) of `order` (None: the rows themselves). The masks are in
-/// CHUNKS, consecutive pieces of one column (MASK_BYTES bytes a row); no chunk is copied.
-pub fn or_groups(chunks: &[&[u8]], order: Option<&[i64]>, starts: &[i64], rows: usize) -> Vec<u8> {
+/// The OR of the masks of each group of rows, into OUT (MASK_BYTES bytes a group): group g holds the
+/// rows at positions `starts[g]` up to the next start (the last: up to `rows`) of `order` (None: the
+/// rows themselves). The masks are in CHUNKS, consecutive pieces of one column (MASK_BYTES bytes a
+/// row); no chunk is copied.
+pub fn or_groups(
+    chunks: &[&[u8]],
+    order: Option<&[i64]>,
+    starts: &[i64],
+    rows: usize,
+    out: &mut [u8],
+) {
     let mut firsts = Vec::with_capacity(chunks.len() + 1); // the first row of each chunk, then the end
     firsts.push(0usize);
     for chunk in chunks {
         firsts.push(firsts.last().unwrap() + chunk.len() / MASK_BYTES);
     }
-    let mask = |row: usize| {
-        let chunk = firsts.partition_point(|&first| first <= row) - 1;
+    let mut chunk = 0; // the chunk of the last row looked up: rows mostly follow each other
+    let mut mask = |row: usize| {
+        if row < firsts[chunk] || row >= firsts[chunk + 1] {
+            chunk = firsts.partition_point(|&first| first <= row) - 1;
+        }
         let at = (row - firsts[chunk]) * MASK_BYTES;
-        &chunks[chunk][at..at + MASK_BYTES]
+        <&[u8; MASK_BYTES]>::try_from(&chunks[chunk][at..at + MASK_BYTES]).unwrap()
     };
-    let mut out = vec![0u8; starts.len() * MASK_BYTES];
     for (g, merged) in out.chunks_exact_mut(MASK_BYTES).enumerate() {
-        let end = starts.get(g + 1).map_or(rows, |&next| next as usize);
-        for at in starts[g] as usize..end {
-            let row = order.map_or(at, |o| o[at] as usize);
-            for (byte, add) in merged.iter_mut().zip(mask(row)) {
+        let merged: &mut [u8; MASK_BYTES] = merged.try_into().unwrap();
+        let (first, end) = (
+            starts[g] as usize,
+            starts.get(g + 1).map_or(rows, |&next| next as usize),
+        );
+        let row = |at: usize| order.map_or(at, |o| o[at] as usize);
+        *merged = *mask(row(first));
+        for at in first + 1..end {
+            for (byte, add) in merged.iter_mut().zip(mask(row(at))) {
                 *byte |= add;
             }
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -81,13 +94,17 @@ mod tests {
             }
             mask
         };
+        let or = |order: Option<&[i64]>, starts: &[i64]| {
+            let mut out = vec![0xffu8; starts.len() * MASK_BYTES];
+            or_groups(&chunks, order, starts, 4, &mut out);
+            out
+        };
         assert_eq!(
-            or_groups(&chunks, None, &[0, 1, 3], 4),
+            or(None, &[0, 1, 3]),
             [want(&[1]), want(&[2, 3]), want(&[700])].concat()
         );
-        let order = [3, 0, 2, 1];
         assert_eq!(
-            or_groups(&chunks, Some(&order), &[0, 2], 4),
+            or(Some(&[3, 0, 2, 1]), &[0, 2]),
             [want(&[700, 1]), want(&[3, 2])].concat()
         );
     }

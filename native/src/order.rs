@@ -3,13 +3,9 @@
 //!
 //! A merge of run tables (transforms/merge.py) needs both. Its tables arrive sorted (Google's files
 //! are) or as a few sorted pieces (the tables of several files, or a merge step's heads of several
-//! run files), so the natural sorted runs of the column are merged as a k-way merge: O(n log k)
-//! comparisons, where a sort of the whole column paid O(n log n) (and a sorted column costs one
-//! pass). Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
-
-use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
-use std::collections::BinaryHeap;
+//! run files), so the natural sorted runs of the column are merged: O(n log k) comparisons for k
+//! pieces, where a sort of the whole column paid O(n log n) (and a sorted column costs one pass).
+//! Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
 
 /// Keys as Arrow's string arrays hold them: key i is `data[offsets[i]..offsets[i + 1]]`.
 pub struct Keys<'a> {
@@ -40,9 +36,8 @@ impl Keys<'_> {
 /// of each group of equal keys). Equal keys keep their rows' order.
 pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
     let n = keys.len();
-    let mut pieces: Vec<usize> = vec![0];
-    pieces.extend((1..n).filter(|&i| keys.get(i) < keys.get(i - 1)));
-    let order = (pieces.len() > 1).then(|| merge_pieces(keys, &pieces));
+    let sorted = (1..n).all(|i| keys.get(i - 1) <= keys.get(i));
+    let order = (!sorted).then(|| stable_order(keys));
     let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
     let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
     if n > 0 {
@@ -59,25 +54,12 @@ pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
     (order, starts)
 }
 
-/// The rows of sorted pieces (each starting at an entry of PIECES and ending where the next starts)
-/// in key order; a tie goes to the earlier row.
-fn merge_pieces(keys: &Keys, pieces: &[usize]) -> Vec<i64> {
-    let n = keys.len();
-    let mut heap: BinaryHeap<Reverse<(&[u8], usize, usize)>> = pieces
-        .iter()
-        .zip(pieces.iter().skip(1).chain([&n]))
-        .map(|(&start, &end)| Reverse((keys.get(start), start, end)))
-        .collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(mut top) = heap.peek_mut() {
-        let Reverse((_, row, end)) = *top;
-        order.push(row as i64);
-        if row + 1 < end {
-            *top = Reverse((keys.get(row + 1), row + 1, end)); // sifted down when `top` drops
-        } else {
-            PeekMut::pop(top);
-        }
-    }
+/// The rows in key order, ties in row order: a stable sort, which finds the sorted pieces the rows are
+/// in and merges them (Rust's driftsort), so a few pieces cost little more than a pass, and rows in
+/// no order an ordinary sort.
+fn stable_order(keys: &Keys) -> Vec<i64> {
+    let mut order: Vec<i64> = (0..keys.len() as i64).collect();
+    order.sort_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
     order
 }
 
