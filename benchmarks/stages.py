@@ -32,6 +32,9 @@ STAGES = (
 )
 #: Samples of a process importing modules that no stage claims: the start of the command and of each worker.
 IMPORTS = "imports (the command's and each worker's start)"
+#: The frames of a thread before its own: a sample with no more is a thread in native code only (gRPC's
+#: and Arrow's threads waiting on a futex or in epoll, as `py-spy --native` shows them), left out.
+BOOTSTRAP = ("Thread._bootstrap", "Thread._bootstrap_inner", "Thread.run")
 #: Frames of a thread that waits: py-spy counts some such threads as active (a wait with a timeout, gRPC's
 #: polling), which use next to no CPU; their samples are left out.
 WAITS = ("Condition.wait", "Event.wait", "Queue.get", "Semaphore.acquire", "_wait_once", "Popen._try_wait",
@@ -60,8 +63,8 @@ def breakdown(raw: str) -> dict[str, int]:
             continue
         frames = stack.split(";")
         processes = [f for f in frames if f.startswith("process ")]
-        names = [frame.split(" (", 1)[0] for frame in frames]
-        if any(name.startswith(WAITS) for name in names[-3:]):
+        names = [frame.split(" (", 1)[0] for frame in frames if not frame.startswith("process ")]
+        if set(names) <= set(BOOTSTRAP) or any(wait in name for name in names[-3:] for wait in WAITS):
             continue
         stage = stage_of(frames) or (IMPORTS if "_find_and_load" in names else
                                      SHUFFLE if len(processes) > 1 else DRIVER)
