@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
-from ngramflow.transforms import formats
+from ngramflow.transforms import formats, table_coder  # noqa: F401  (tables' coder, used below)
 from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.kernel import collapse_chunk
 from ngramflow.transforms.policy import RowPolicy

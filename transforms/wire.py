@@ -12,20 +12,20 @@ worker's; BENCHMARKS.md, "Flink at scale"). LZ4 makes such a table 0.19 of its
 bytes (2012 1-grams: 0.35) at about 1 GB/s each way.
 
 Registered with copyreg when this package is imported, so that every process
-that pickles or unpickles a table (the import, Beam's workers) does it this way;
-and as the coder of a PCollection of tables (TableCoder).
+that pickles or unpickles a table (the import, Beam's workers) does it this way
+(and table_coder.py codes a PCollection of tables with the same bytes).
 """
 
 import copyreg
 
-import apache_beam as beam
 import pyarrow as pa
 
 #: The codec of the buffers: LZ4 frames (zstd makes b's tables 0.12 of their bytes, at a third of the speed).
 COMPRESSION = "lz4"
 
 
-def _write(table: pa.Table) -> bytes:
+def write_table(table: pa.Table) -> bytes:
+    """A table's bytes as they cross the runner."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=COMPRESSION)) as writer:
         writer.write_table(table)
@@ -38,29 +38,8 @@ def read_table(data: bytes) -> pa.Table:
 
 
 def _reduce(table: pa.Table):
-    return read_table, (_write(table),)
+    return read_table, (write_table(table),)
 
 
 copyreg.pickle(pa.Table, _reduce)
 
-
-class TableCoder(beam.coders.Coder):
-    """The coder of a PCollection typed as tables: the same bytes as a pickled table, and a size estimate
-    that encodes nothing. Beam samples the byte size of a PCollection's elements, even within a fused
-    stage, by encoding them: pickled, every sampled run table was compressed for nothing (0.8 s of CPU
-    on 10M rows, cProfile of a 1-worker import)."""
-
-    def encode(self, table: pa.Table) -> bytes:
-        return _write(table)
-
-    def decode(self, data: bytes) -> pa.Table:
-        return read_table(data)
-
-    def estimate_size(self, table: pa.Table) -> int:
-        return table.nbytes
-
-    def is_deterministic(self) -> bool:
-        return False
-
-
-beam.coders.registry.register_coder(pa.Table, TableCoder)
