@@ -67,3 +67,16 @@ def test_masks_or_by_group_across_chunks_and_orders_as_numpy_reduces_them(joined
     for found, expected in ((native.or_groups(chunked, None, starts), masks),
                             (native.or_groups(chunked, order, starts), masks[order])):
         assert found.to_pylist() == columnar.mask_array(np.bitwise_or.reduceat(expected, starts, axis=0)).to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distinct_tokens_are_every_token_once_in_byte_order(seed):
+    rng = random.Random(seed)
+    words = [t for t in TOKENS if t and " " not in t]
+    for _ in range(100):
+        ngrams = pa.array([" ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+                           for _ in range(rng.randrange(0, 50))], pa.string())
+        if len(ngrams) > 5 and rng.random() < 0.3:
+            ngrams = ngrams.slice(2, len(ngrams) - 4)
+        expected = sorted({t for n in ngrams.to_pylist() for t in n.split(" ")}, key=lambda t: t.encode())
+        assert native.distinct_tokens(ngrams).to_pylist() == expected

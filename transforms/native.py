@@ -19,15 +19,29 @@ assert _kernel.MASK_BYTES == (YEAR_MAX - YEAR_MIN) // 8 + 1, "native/ and schema
 _NO_BYTES = pa.py_buffer(b"")
 
 
+def _string_buffers(strings: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
+    """(offsets, bytes) of a non-empty string array, its offsets those of its own rows (it may be a slice)."""
+    _, offsets, data = strings.buffers()
+    return offsets.slice(4 * strings.offset, 4 * (len(strings) + 1)), data or _NO_BYTES
+
+
 def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     """(the rows of a string array in key order, or None when they already are; the position in that
     order of the first row of each group of equal keys): native/src/order.rs, a k-way merge of the
     array's sorted pieces, stable."""
     if len(keys) == 0:
         return None, np.zeros(0, np.int64)
-    _, offsets, data = keys.buffers()
-    order, starts = _kernel.merge_order(offsets.slice(4 * keys.offset, 4 * (len(keys) + 1)), data or _NO_BYTES)
+    order, starts = _kernel.merge_order(*_string_buffers(keys))
     return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
+
+
+def distinct_tokens(ngrams: pa.Array) -> pa.Array:
+    """The distinct tokens of a string array of n-grams, sorted: native/src/order.rs."""
+    if len(ngrams) == 0:
+        return pa.array([], pa.string())
+    offsets, tokens = _kernel.distinct_tokens(*_string_buffers(ngrams))
+    return pa.Array.from_buffers(pa.string(), len(offsets) // 4 - 1,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(tokens)])
 
 
 def mask_stats(masks: pa.FixedSizeBinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -180,19 +180,11 @@ fn merge_order<'py>(
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (offset_bytes, data) = (buffer_bytes(&offsets)?, buffer_bytes(&data)?);
-    let copied: Vec<i32>;
-    // SAFETY: any 4 bytes are an i32; align_to leaves out a misaligned head, which is then copied.
-    let offsets = match unsafe { offset_bytes.align_to::<i32>() } {
-        (&[], aligned, &[]) => aligned,
-        _ => {
-            copied = offset_bytes
-                .chunks_exact(4)
-                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-            &copied
-        }
+    let offsets = int32s(offset_bytes);
+    let keys = order::Keys {
+        offsets: &offsets,
+        data,
     };
-    let keys = order::Keys { offsets, data };
     if offset_bytes.len() % 4 != 0 || !keys.valid() {
         return Err(PyValueError::new_err(
             "merge_order: offsets outside the data",
@@ -204,6 +196,37 @@ fn merge_order<'py>(
         None => py.None().into_bound(py),
     };
     PyTuple::new(py, [order, PyBytes::new(py, bytes_of(&starts)).into_any()])
+}
+
+/// distinct_tokens(offsets, data) -> (offsets, bytes)
+///
+/// The distinct tokens of n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA),
+/// sorted, laid out the same way (order.rs).
+#[pyfunction]
+fn distinct_tokens<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (offset_bytes, data) = (buffer_bytes(&offsets)?, buffer_bytes(&data)?);
+    let offsets = int32s(offset_bytes);
+    let keys = order::Keys {
+        offsets: &offsets,
+        data,
+    };
+    if offset_bytes.len() % 4 != 0 || !keys.valid() {
+        return Err(PyValueError::new_err(
+            "distinct_tokens: offsets outside the data",
+        ));
+    }
+    let (offsets, bytes) = py.allow_threads(|| order::distinct_tokens(&keys));
+    PyTuple::new(
+        py,
+        [
+            PyBytes::new(py, bytes_of(&offsets)),
+            PyBytes::new(py, &bytes),
+        ],
+    )
 }
 
 /// mask_stats(masks) -> (first, last, years)
@@ -268,6 +291,20 @@ fn or_groups<'py>(
     })
 }
 
+/// The int32 values of little-endian bytes, borrowed when they are aligned (Arrow's buffers are).
+fn int32s(bytes: &[u8]) -> std::borrow::Cow<'_, [i32]> {
+    // SAFETY: any 4 bytes are an i32; align_to leaves out a misaligned head, which is then copied.
+    match unsafe { bytes.align_to::<i32>() } {
+        (&[], aligned, &[]) => std::borrow::Cow::Borrowed(aligned),
+        _ => std::borrow::Cow::Owned(
+            bytes
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+        ),
+    }
+}
+
 /// The values of a contiguous int64 buffer (a NumPy array).
 fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
     if !buffer.is_c_contiguous() {
@@ -283,6 +320,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
     m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)
 }

@@ -63,6 +63,24 @@ fn stable_order(keys: &Keys) -> Vec<i64> {
     order
 }
 
+/// The distinct tokens of the keys (n-grams: tokens joined by single spaces), sorted, as
+/// (offsets, bytes) of an Arrow string array.
+pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>) {
+    let mut tokens: Vec<&[u8]> = (0..keys.len())
+        .flat_map(|i| keys.get(i).split(|&b| b == b' '))
+        .collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    let mut offsets = Vec::with_capacity(tokens.len() + 1);
+    let mut bytes = Vec::with_capacity(tokens.iter().map(|t| t.len()).sum());
+    offsets.push(0);
+    for token in tokens {
+        bytes.extend_from_slice(token);
+        offsets.push(bytes.len() as i32);
+    }
+    (offsets, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +138,20 @@ mod tests {
         check(&["é", "z", "a", "é", "", "z"]);
         check(&["d", "c", "b", "a", "a", "b"]);
         check(&["a b", "a", "a", "a b", "ab"]);
+    }
+
+    #[test]
+    fn distinct_tokens_sorted() {
+        let (offsets, data) = keys_of(&["b a", "a", "c b a", "é", "a b"]);
+        let (offsets, bytes) = distinct_tokens(&Keys {
+            offsets: &offsets,
+            data: &data,
+        });
+        let tokens: Vec<&[u8]> = offsets
+            .windows(2)
+            .map(|w| &bytes[w[0] as usize..w[1] as usize])
+            .collect();
+        assert_eq!(tokens, vec![&b"a"[..], b"b", b"c", "é".as_bytes()]);
     }
 
     #[test]
