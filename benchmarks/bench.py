@@ -180,7 +180,7 @@ def stage_breakdown(workdir: str, rows: int) -> tuple[list[str], str]:
     """The per-stage table of one profiled embedded import of the 2012 corpus of ROWS (benchmarks/stages.py),
     and what it ran on."""
     files = data_files(corpus(workdir, rows), "2012-merged")
-    return stages.table(*stages.profile(files, None, 100)), f"{rows:,} rows of the 2012 format, default workers"
+    return stages.table(*stages.profile(files, 1, 100)), f"{rows:,} rows of the 2012 format, 1 worker"
 
 
 def report(results, meta, scaling, stage, command: str, breakdown=None) -> str:

@@ -7,7 +7,9 @@ stacks of the command and of every worker process it starts (``--subprocesses``;
 the native kernel and Arrow count in the Python frame that called them), and
 charges each sample to the stage of the deepest frame that names one (STAGES).
 Samples are CPU time: py-spy leaves out idle threads, and threads caught waiting
-(WAITS) are left out here. The profiler slows the run
+(WAITS) are left out here. py-spy counts a thread that waits for Python's lock as
+busy, so worker threads sharing one process inflate the Python-heavy stages:
+`make bench` profiles an import with one worker. The profiler slows the run
 a little; the shares, not the seconds, are what it measures. py-spy is not one of
 the package's dependencies: `make bench` installs it.
 """
@@ -39,7 +41,8 @@ BOOTSTRAP = ("Thread._bootstrap", "Thread._bootstrap_inner", "Thread.run")
 #: polling), which use next to no CPU; their samples are left out.
 WAITS = ("Condition.wait", "Event.wait", "Queue.get", "Semaphore.acquire", "_wait_once", "Popen._try_wait",
          "channel_spin", "_serve", "select", "poll")
-#: Samples of a worker process that no stage claims: Beam's coders, data plane and bundle scheduling.
+#: Samples of a worker (a process, or a thread running a bundle) that no stage claims: Beam's coders, data
+#: plane and bundle scheduling.
 SHUFFLE = "Beam in the workers (coders, data plane, shuffle, scheduling)"
 #: Samples of the command's own process: start, imports, the pipeline's graph, the runner, the manifest.
 DRIVER = "the command (graph, runner, manifest)"
@@ -67,7 +70,7 @@ def breakdown(raw: str) -> dict[str, int]:
         if set(names) <= set(BOOTSTRAP) or any(wait in name for name in names[-3:] for wait in WAITS):
             continue
         stage = stage_of(frames) or (IMPORTS if "_find_and_load" in names else
-                                     SHUFFLE if len(processes) > 1 else DRIVER)
+                                     SHUFFLE if len(processes) > 1 or "SdkWorker.process_bundle" in names else DRIVER)
         samples[stage] = samples.get(stage, 0) + int(count)
     return samples
 
