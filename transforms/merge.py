@@ -46,7 +46,8 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema.
 
     Google's 2012 files and 2020 shards are sorted, and so are their runs: a table of runs is sorted, or a
-    few sorted pieces (of several files, or several run files' heads), which a k-way merge puts in order.
+    few sorted pieces (of several files, or several run files' heads), which a stable sort that merges
+    sorted runs puts in order (native.merge_order).
     The columns are then read where they lie, through that order: a sorted copy of the table (and of its
     year masks, 88 bytes a row) was most of a spilling worker's peak (memray: 4 copies of its buffer).
     """

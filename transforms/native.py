@@ -27,8 +27,8 @@ def _string_buffers(strings: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
 
 def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     """(the rows of a string array in key order, or None when they already are; the position in that
-    order of the first row of each group of equal keys): native/src/order.rs, a k-way merge of the
-    array's sorted pieces, stable."""
+    order of the first row of each group of equal keys): native/src/order.rs, a stable sort that merges
+    the array's sorted pieces."""
     if len(keys) == 0:
         return None, np.zeros(0, np.int64)
     order, starts = _kernel.merge_order(*_string_buffers(keys))
