@@ -168,6 +168,25 @@ fn buffer_bytes(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), buffer.len_bytes()) })
 }
 
+/// F of the keys of an Arrow string array's buffers (OFFSETS: n + 1 int32, into DATA), once they are
+/// checked to lie within the data.
+fn with_keys<R>(
+    offsets: &PyBuffer<i8>,
+    data: &PyBuffer<i8>,
+    f: impl FnOnce(&order::Keys) -> R,
+) -> PyResult<R> {
+    let (offset_bytes, data) = (buffer_bytes(offsets)?, buffer_bytes(data)?);
+    let offsets = int32s(offset_bytes);
+    let keys = order::Keys {
+        offsets: &offsets,
+        data,
+    };
+    if offset_bytes.len() % 4 != 0 || !keys.valid() {
+        return Err(PyValueError::new_err("string offsets outside their data"));
+    }
+    Ok(f(&keys))
+}
+
 /// merge_order(offsets, data) -> (order, starts)
 ///
 /// Keys laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA) in key order (order.rs):
@@ -179,18 +198,9 @@ fn merge_order<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (offset_bytes, data) = (buffer_bytes(&offsets)?, buffer_bytes(&data)?);
-    let offsets = int32s(offset_bytes);
-    let keys = order::Keys {
-        offsets: &offsets,
-        data,
-    };
-    if offset_bytes.len() % 4 != 0 || !keys.valid() {
-        return Err(PyValueError::new_err(
-            "merge_order: offsets outside the data",
-        ));
-    }
-    let (order, starts) = py.allow_threads(|| order::merge_order(&keys));
+    let (order, starts) = with_keys(&offsets, &data, |keys| {
+        py.allow_threads(|| order::merge_order(keys))
+    })?;
     let order = match order {
         Some(rows) => PyBytes::new(py, bytes_of(&rows)).into_any(),
         None => py.None().into_bound(py),
@@ -208,18 +218,9 @@ fn distinct_tokens<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (offset_bytes, data) = (buffer_bytes(&offsets)?, buffer_bytes(&data)?);
-    let offsets = int32s(offset_bytes);
-    let keys = order::Keys {
-        offsets: &offsets,
-        data,
-    };
-    if offset_bytes.len() % 4 != 0 || !keys.valid() {
-        return Err(PyValueError::new_err(
-            "distinct_tokens: offsets outside the data",
-        ));
-    }
-    let (offsets, bytes) = py.allow_threads(|| order::distinct_tokens(&keys));
+    let (offsets, bytes) = with_keys(&offsets, &data, |keys| {
+        py.allow_threads(|| order::distinct_tokens(keys))
+    })?;
     PyTuple::new(
         py,
         [
