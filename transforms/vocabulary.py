@@ -52,14 +52,23 @@ def merge_tokens(table: pa.Table) -> pa.Table:
 
     A sort, not a hash aggregation: Arrow's group_by reserves buffers of gigabytes for
     a few million tokens (BENCHMARKS.md, "Scale"), and sorted tokens are what a run file holds.
+    The tables merged are sorted pieces (of token run files, or of ranges), which native.merge_order
+    merges; a token's counts are those of its one counted row, the largest of its rows' (nulls as -1).
     """
     if table.num_rows == 0:
         return table.cast(TOKENS)
-    # Per token, its counted row (if any) sorts first.
-    table = table.take(pc.sort_indices(table, [("token", "ascending"), ("match_count", "descending")],
-                                       null_placement="at_end"))
-    starts = columnar.run_starts(table["token"].combine_chunks())
-    return table.take(pa.array(starts)).cast(TOKENS).combine_chunks()
+    tokens = table["token"].combine_chunks()
+    order, starts = native.merge_order(tokens)
+    if order is None and len(starts) == table.num_rows:
+        return table.cast(TOKENS).combine_chunks()
+    rows = np.arange(table.num_rows) if order is None else order
+
+    def counted(column: str) -> pa.Array:
+        most = np.maximum.reduceat(columnar.numpy(table[column].fill_null(-1))[rows], starts)
+        return pa.array(most, pa.int64(), mask=most < 0)
+
+    return pa.table([tokens.take(pa.array(rows[starts])), counted("match_count"), counted("volume_count")],
+                    schema=TOKENS)
 
 
 class MergeTokenTables(LogStructuredMerge):
@@ -84,6 +93,16 @@ def with_rank(tokens: pa.Table) -> pa.Table:
     head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(9), tokens.num_rows, [None, pa.py_buffer(head.tobytes())])
     rank = pc.binary_join_element_wise(head.cast(pa.binary()), tokens["token"].cast(pa.binary()), b"")
     return tokens.add_column(0, _RANK, rank)
+
+
+def rank_tokens_in_order(table: pa.Table) -> pa.Table:
+    """Rows of with_rank sorted by token -> in id order: a stable sort by the rank's head alone (counted
+    first, count descending) keeps the token order within equal heads, which is the rank's tie-break;
+    2M tokens: 0.26 s of CPU against 0.59 s for sort_by_rank."""
+    match = table["match_count"].combine_chunks()
+    counted = columnar.numpy(pc.is_valid(match))
+    complement = np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
+    return table.take(np.lexsort((complement, ~counted))).combine_chunks()
 
 
 def sort_by_rank(table: pa.Table) -> pa.Table:

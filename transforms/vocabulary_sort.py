@@ -22,11 +22,13 @@ from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import part_tokens
-from ngramflow.transforms.vocabulary import TOKENS, merge_tokens, reserved, reserved_rows, sort_by_rank, with_rank
+from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved, reserved_rows,
+                                             sort_by_rank, with_rank)
 
 def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root: str) -> int:
     """Write the vocabulary's part files under ROOT from the token run files; returns the corpus tokens."""
-    seen_reserved, ranked = [], RunSpiller(folder, "ranked", sort_by_rank, budget)
+    # merged() hands the tokens over in token order, so each buffer of the ranked spiller is in token order.
+    seen_reserved, ranked = [], RunSpiller(folder, "ranked", rank_tokens_in_order, budget)
     runs = []
     for tokens in merged(folder, "tokens-pass", token_runs, merge_tokens, budget):
         seen_reserved.append(reserved(tokens))
