@@ -208,7 +208,10 @@ def running_job(cluster, process, timeout: float = 180) -> str:
     deadline = time.time() + timeout
     while time.time() < deadline:
         assert process.poll() is None, f"the import ended early: {process.communicate()[1]}"
-        running = [j["jid"] for j in rest.jobs(cluster.rest_address) if j["state"] == "RUNNING"]
+        try:
+            running = [j["jid"] for j in rest.jobs(cluster.rest_address) if j["state"] == "RUNNING"]
+        except rest.RestUnavailable:  # a busy JobManager's REST answer can take longer than one request waits
+            running = []
         if running:
             return running[0]
         time.sleep(0.5)
