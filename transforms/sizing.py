@@ -178,36 +178,24 @@ def mkn_memory() -> int:
     return min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
 
 
-#: What a worker process of the stage holds besides its DuckDB task, taken off the budget: Python with
-#: Beam, pyarrow and DuckDB loaded peaks at 193 MiB before any task; twice that leaves room for
-#: Beam's own buffers of references and records.
+#: What a worker process of the stage holds besides its task: Python with Beam, pyarrow and DuckDB loaded
+#: peaks at 193 MiB before any task; twice that leaves room for Beam's own buffers of references and records.
 MKN_PROCESS_BYTES = 384 << 20
-#: DuckDB's memory limit governs its buffer manager, not every allocation (its allocator's slack,
-#: query plans, the rows it hands back): the limit is set a quarter below the task's share.
-MKN_TASK_HEADROOM = 5 / 4
+#: What a task holds per row of its bucket at its peak (the order-n context pass, the largest: the bucket's
+#: successors and lower-order rows read, the kernel's hash map and output, the output's Arrow columns).
+MKN_TASK_ROW_BYTES = 400
 
-#: Rows of the largest order per bucket of the stage's tables. A task's peak memory follows its bucket's
-#: rows, so the stage's peak stops growing once the largest order fills one bucket: at 4M rows that took
-#: models of ~13M n-grams (order 5), and the peak at 43M n-grams was 1.8x that at 3.9M; at 1M rows the
-#: peak at 42.9M n-grams is 1.03x that at 7.1M (BENCHMARKS.md, "Speed and memory against lmplz"). More,
-#: smaller buckets cost some CPU time in per-task overhead (a DuckDB connection, more, smaller files).
+#: Rows of the largest order per bucket of the stage's tables, where the memory budget allows them. A task's
+#: peak memory follows its bucket's rows, so the stage's peak stops growing once the largest order fills one
+#: bucket. More, smaller buckets cost some CPU time in per-task overhead (more, smaller files).
 MKN_BUCKET_ROWS = 1 << 20
 #: The environment variable that sets other rows per bucket (tests force many buckets with few rows).
 MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
-#: Rows a task's scatter takes from DuckDB at once to deal into buckets (transforms/mkn/tables.py). They are held
-#: by pyarrow, outside DuckDB's memory limit, twice (the batch and its copy sorted by bucket): at ~60 bytes a
-#: row of the work tables, ~16 MiB, well within MKN_PROCESS_BYTES. Not tuned: DuckDB's own vector batches
-#: (2,048 rows) would cost a Python loop per 2k rows; a batch this size, per 128k.
-MKN_SCATTER_BATCH_ROWS = 128 * 1024
 
 
-def mkn_buckets(largest_order_rows: int, workers: int) -> int:
+def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
     """Buckets of every table of the stage: enough for each to hold MKN_BUCKET_ROWS rows of the largest
-    order, and at least one per worker."""
-    rows = int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS))
+    order, or fewer if WORKERS tasks at once would not fit the budget MEMORY, and at least one per worker."""
+    task_bytes = max(64 << 20, memory // workers - MKN_PROCESS_BYTES)
+    rows = min(int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS)), task_bytes // MKN_TASK_ROW_BYTES)
     return max(workers, -(-largest_order_rows // rows))
-
-
-def mkn_task_bytes(memory: int, workers: int) -> int:
-    """DuckDB's memory limit in one task, so that WORKERS processes stay within MEMORY together."""
-    return int((memory // workers - MKN_PROCESS_BYTES) / MKN_TASK_HEADROOM)

@@ -9,6 +9,7 @@
 
 mod arpa;
 mod fields;
+mod mkn;
 mod policy;
 mod runs;
 
@@ -160,5 +161,6 @@ fn arpa_lines<'py>(
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
-    m.add_function(wrap_pyfunction!(arpa_lines, m)?)
+    m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
+    mkn::register(m)
 }

@@ -1,0 +1,874 @@
+//! The MKN stage's per-bucket work (transforms/mkn/): joins and group-bys on n-gram strings, as
+//! byte slices in hash maps, over the Arrow buffers of one bucket's tables.
+//!
+//! Each pass's kernel takes its tables as buffers (large-string offsets and bytes, 8-byte number
+//! columns) without a copy, and returns its output rows already ordered by the bucket of the key
+//! the next pass joins on, with the start of each bucket: Python only slices and writes them. An
+//! n-gram's context is its bytes before the last space, its suffix those after the first space
+//! (both empty for a unigram); the stage's tokens are joined by single spaces.
+//!
+//! The formulas are KenLM's (DOMAIN.md): each function says which one it computes.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+const START: &[u8] = b"_START_";
+const END: &[u8] = b"_END_";
+const UNK: &[u8] = b"<unk>";
+
+/// Where an adjusted count came from, in the order of transforms/mkn/adjust.py's ORIGINS.
+const INPUT: u64 = 0;
+const SUFFIX: u64 = 1;
+const FLOOR: u64 = 2;
+const RESERVED: u64 = 3;
+
+/// The log10 written for a probability or backoff of 0 (probability.py's LOG10_ZERO).
+const LOG10_ZERO: f64 = -99.0;
+
+/// A stable hash of bytes (FxHash's word step, then MurmurHash3's finalizer so that its low bits,
+/// which choose the bucket, mix all of them). Stable across processes and runs: every pass of every
+/// worker must put a key in the same bucket.
+pub fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word.try_into().unwrap())).wrapping_mul(K);
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The hash maps' hasher: `hash` of the bytes a key writes.
+#[derive(Default)]
+struct BytesHasher(u64);
+
+impl Hasher for BytesHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 ^= hash(bytes);
+    }
+    fn write_usize(&mut self, _length: usize) {
+        // A slice writes its length first; `hash` already mixes it in.
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Map<'a, V> = HashMap<&'a [u8], V, BuildHasherDefault<BytesHasher>>;
+
+fn map_with<'a, V>(capacity: usize) -> Map<'a, V> {
+    HashMap::with_capacity_and_hasher(capacity, Default::default())
+}
+
+/// All tokens but the last ('' for a unigram).
+pub fn context(ngram: &[u8]) -> &[u8] {
+    ngram
+        .iter()
+        .rposition(|&b| b == b' ')
+        .map_or(&[], |i| &ngram[..i])
+}
+
+/// All tokens but the first ('' for a unigram).
+pub fn suffix(ngram: &[u8]) -> &[u8] {
+    ngram
+        .iter()
+        .position(|&b| b == b' ')
+        .map_or(&[], |i| &ngram[i + 1..])
+}
+
+fn is_or_ends_with(ngram: &[u8], token: &[u8]) -> bool {
+    ngram == token
+        || (ngram.len() > token.len()
+            && ngram.ends_with(token)
+            && ngram[ngram.len() - token.len() - 1] == b' ')
+}
+
+fn starts_sentence(ngram: &[u8]) -> bool {
+    ngram == START || (ngram.starts_with(START) && ngram.get(START.len()) == Some(&b' '))
+}
+
+/// Whether the n-gram ever gets a backoff: KenLM gives none after </s> (nothing follows it) or
+/// <unk> (unseen).
+pub fn can_back_off(ngram: &[u8]) -> bool {
+    !is_or_ends_with(ngram, END) && !is_or_ends_with(ngram, UNK)
+}
+
+/// The key a row's bucket is the hash of.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Key {
+    Whole,
+    Context,
+    Suffix,
+}
+
+impl Key {
+    fn of(self, ngram: &[u8]) -> &[u8] {
+        match self {
+            Key::Whole => ngram,
+            Key::Context => context(ngram),
+            Key::Suffix => suffix(ngram),
+        }
+    }
+
+    fn parse(name: &str) -> PyResult<Key> {
+        match name {
+            "ngram" => Ok(Key::Whole),
+            "context" => Ok(Key::Context),
+            "suffix" => Ok(Key::Suffix),
+            other => Err(PyValueError::new_err(format!("unknown key {other:?}"))),
+        }
+    }
+}
+
+pub fn bucket_of(key: &[u8], buckets: u64) -> u64 {
+    hash(key) % buckets
+}
+
+/// KenLM's discounts D1, D2, D3+ of an order.
+#[derive(Clone, Copy)]
+pub struct Discounts(pub [f64; 3]);
+
+impl Discounts {
+    /// u = (a - D(a)) / S: nothing taken off a zero count, no mass at all under a zero sum.
+    pub fn discounted(&self, a: i64, total: i64) -> f64 {
+        if total == 0 {
+            return 0.0;
+        }
+        let amount = match a {
+            i64::MIN..=0 => 0.0,
+            1 => self.0[0],
+            2 => self.0[1],
+            _ => self.0[2],
+        };
+        (a as f64 - amount) / total as f64
+    }
+
+    /// gamma(h) = (D1 N1 + D2 N2 + D3+ N3+) / S; a context whose successors all count 0 observed
+    /// nothing, so all its mass goes to the lower order.
+    pub fn backoff_mass(&self, sums: &Sums) -> f64 {
+        if sums.total == 0 {
+            return 1.0;
+        }
+        (self.0[0] * sums.n1 as f64 + self.0[1] * sums.n2 as f64 + self.0[2] * sums.n3plus as f64)
+            / sums.total as f64
+    }
+}
+
+fn log10_or_zero(value: f64) -> f64 {
+    if value > 0.0 {
+        value.log10()
+    } else {
+        LOG10_ZERO
+    }
+}
+
+/// KenLM clamps at 0: a sum of floats can exceed 1 by a rounding error.
+pub fn log10_prob(p: f64) -> f64 {
+    let value = log10_or_zero(p);
+    if value > 0.0 {
+        0.0
+    } else {
+        value
+    }
+}
+
+/// A context's sums over its successors' adjusted counts: the sum, N1, N2, N3+.
+#[derive(Default, Clone, Copy, Debug, PartialEq)]
+pub struct Sums {
+    pub total: i64,
+    pub n1: i64,
+    pub n2: i64,
+    pub n3plus: i64,
+    overflow: bool,
+}
+
+impl Sums {
+    pub fn add(&mut self, a: i64) {
+        match self.total.checked_add(a) {
+            Some(total) => self.total = total,
+            None => self.overflow = true,
+        }
+        match a {
+            1 => self.n1 += 1,
+            2 => self.n2 += 1,
+            3.. => self.n3plus += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Rows of strings (slices of the inputs) and 8-byte columns, in the order made.
+pub struct Rows<'a> {
+    pub strings: Vec<&'a [u8]>,
+    pub columns: Vec<Vec<u64>>,
+}
+
+impl<'a> Rows<'a> {
+    pub fn new(columns: usize, capacity: usize) -> Self {
+        Rows {
+            strings: Vec::with_capacity(capacity),
+            columns: (0..columns).map(|_| Vec::with_capacity(capacity)).collect(),
+        }
+    }
+
+    fn push(&mut self, string: &'a [u8], values: &[u64]) {
+        self.strings.push(string);
+        for (column, &value) in self.columns.iter_mut().zip(values) {
+            column.push(value);
+        }
+    }
+}
+
+/// Rows laid out as Arrow columns, ordered by bucket: bucket b's rows are starts[b]..starts[b + 1].
+pub struct Laid {
+    pub offsets: Vec<i64>,
+    pub data: Vec<u8>,
+    pub columns: Vec<Vec<u64>>,
+    pub starts: Vec<u64>,
+}
+
+/// ROWS ordered by the bucket of KEY of their string (a stable counting sort); BUCKETS 0 keeps
+/// them as they are, as one bucket.
+pub fn lay_out(rows: &Rows, key: Key, buckets: u64) -> Laid {
+    let n = rows.strings.len();
+    let order: Vec<u32>;
+    let starts: Vec<u64>;
+    if buckets == 0 {
+        order = (0..n as u32).collect();
+        starts = vec![0, n as u64];
+    } else {
+        let of: Vec<u32> = rows
+            .strings
+            .iter()
+            .map(|s| bucket_of(key.of(s), buckets) as u32)
+            .collect();
+        let mut next = vec![0u64; buckets as usize + 1];
+        for &b in &of {
+            next[b as usize + 1] += 1;
+        }
+        for b in 0..buckets as usize {
+            next[b + 1] += next[b];
+        }
+        starts = next.clone();
+        let mut placed = vec![0u32; n];
+        for (i, &b) in of.iter().enumerate() {
+            placed[next[b as usize] as usize] = i as u32;
+            next[b as usize] += 1;
+        }
+        order = placed;
+    }
+    let bytes: usize = rows.strings.iter().map(|s| s.len()).sum();
+    let mut offsets = Vec::with_capacity(n + 1);
+    let mut data = Vec::with_capacity(bytes);
+    offsets.push(0);
+    for &i in &order {
+        data.extend_from_slice(rows.strings[i as usize]);
+        offsets.push(data.len() as i64);
+    }
+    let columns = rows
+        .columns
+        .iter()
+        .map(|column| order.iter().map(|&i| column[i as usize]).collect())
+        .collect();
+    Laid {
+        offsets,
+        data,
+        columns,
+        starts,
+    }
+}
+
+/// A table's strings: string i is data[offsets[i]..offsets[i + 1]].
+#[derive(Clone, Copy)]
+pub struct Strings<'a> {
+    pub offsets: &'a [i64],
+    pub data: &'a [u8],
+}
+
+impl<'a> Strings<'a> {
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    fn check(&self, rows: usize, what: &str) -> PyResult<()> {
+        let sorted = self.offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1]);
+        if self.len() != rows || !sorted || self.offsets.last().is_some_and(|&end| end as usize > self.data.len()) {
+            return Err(PyValueError::new_err(format!("{what}: offsets outside the text or of another length")));
+        }
+        Ok(())
+    }
+}
+
+/// Distinct n-grams per suffix of a part file's distinct n-grams: their extension counts.
+pub fn suffix_counts<'a>(ngrams: Strings<'a>) -> Rows<'a> {
+    let mut index: Map<u32> = map_with(ngrams.len() / 4);
+    let mut rows = Rows::new(1, ngrams.len() / 4);
+    for ngram in ngrams.iter() {
+        let tail = suffix(ngram);
+        let next = rows.strings.len() as u32;
+        let i = *index.entry(tail).or_insert(next);
+        if i == next {
+            rows.push(tail, &[0]);
+        }
+        rows.columns[0][i as usize] += 1;
+    }
+    rows
+}
+
+/// One bucket's adjusted counts a and their origins (adjust.py): the full join of the input's raw
+/// counts with the extensions (distinct left extensions) summed over the part files, plus the
+/// RESERVED n-grams (order 1) with no raw count unless the input has them.
+#[allow(clippy::too_many_arguments)]
+pub fn adjust<'a>(
+    raw: Strings<'a>,
+    raw_counts: &[i64],
+    extended: Strings<'a>,
+    extensions: &[i64],
+    reserved: &[&'a [u8]],
+    order: u32,
+    model_order: u32,
+) -> Rows<'a> {
+    let mut index: Map<u32> = map_with(raw.len() + reserved.len());
+    let mut found: Vec<(&[u8], Option<i64>, i64)> = Vec::with_capacity(raw.len() + reserved.len());
+    let mut add = |ngram: &'a [u8], count: Option<i64>, more: i64| {
+        let next = found.len() as u32;
+        let i = *index.entry(ngram).or_insert(next) as usize;
+        if i == found.len() {
+            found.push((ngram, None, 0));
+        }
+        let row = &mut found[i];
+        if let Some(count) = count {
+            row.1 = Some(row.1.unwrap_or(0) + count);
+        }
+        row.2 += more;
+    };
+    for (i, ngram) in raw.iter().enumerate() {
+        add(ngram, Some(raw_counts[i]), 0);
+    }
+    for &ngram in reserved {
+        add(ngram, None, 0);
+    }
+    for (i, ngram) in extended.iter().enumerate() {
+        add(ngram, None, extensions[i]);
+    }
+    let mut rows = Rows::new(2, found.len());
+    for (ngram, raw, extensions) in found {
+        let listed = if raw.is_none() { RESERVED } else { INPUT };
+        let (a, origin) = if order == 1 && (ngram == START || ngram == UNK) {
+            (0, listed) // <s> is never predicted, <unk> never seen: count 0, as in KenLM
+        } else if order == model_order || starts_sentence(ngram) {
+            (raw.unwrap_or(0), listed) // nothing left of them to count: the raw count
+        } else if raw.is_none() {
+            (extensions, if extensions > 0 { SUFFIX } else { RESERVED })
+        } else if extensions == 0 {
+            (1, FLOOR) // every left extension pruned away: at least one existed
+        } else {
+            (extensions, INPUT)
+        };
+        rows.push(ngram, &[a as u64, origin]);
+    }
+    rows
+}
+
+/// One context bucket of order n (context.py): the sums of each context of the successors, the
+/// log10 probability and backoff of each order-(n-1) row (its backoff: log10 gamma of itself as a
+/// context, 0 where it is none), and the successors whose context is an order-(n-1) row, with
+/// u = (a - D(a)) / S and the context's gamma ("weighted"); the others are orphans.
+pub struct ContextBucket<'a> {
+    pub contexts: Rows<'a>,
+    pub lower_log10_probs: Vec<f64>,
+    pub lower_log10_backoffs: Vec<f64>,
+    pub weighted: Rows<'a>,
+    pub overflow: Option<&'a [u8]>,
+}
+
+pub fn context_bucket<'a>(
+    successors: Strings<'a>,
+    counts: &[i64],
+    lower: Strings<'a>,
+    lower_probs: &[f64],
+    discounts: Discounts,
+) -> ContextBucket<'a> {
+    let mut index: Map<u32> = map_with(successors.len() / 2);
+    let mut names: Vec<&[u8]> = Vec::new();
+    let mut sums: Vec<Sums> = Vec::new();
+    let mut of: Vec<u32> = Vec::with_capacity(successors.len());
+    for (ngram, &a) in successors.iter().zip(counts) {
+        let head = context(ngram);
+        let next = sums.len() as u32;
+        let i = *index.entry(head).or_insert(next);
+        if i == next {
+            names.push(head);
+            sums.push(Sums::default());
+        }
+        sums[i as usize].add(a);
+        of.push(i);
+    }
+    let overflow = sums.iter().position(|s| s.overflow).map(|i| names[i]);
+    // gamma of each context that is an order-(n-1) row: only those are in the model.
+    let mut gamma: Vec<Option<f64>> = vec![None; sums.len()];
+    let mut lower_log10_probs = Vec::with_capacity(lower.len());
+    let mut lower_log10_backoffs = Vec::with_capacity(lower.len());
+    for (ngram, &p) in lower.iter().zip(lower_probs) {
+        lower_log10_probs.push(log10_prob(p));
+        let backoff = index.get(ngram).map(|&i| {
+            let mass = discounts.backoff_mass(&sums[i as usize]);
+            gamma[i as usize] = Some(mass);
+            mass
+        });
+        lower_log10_backoffs.push(match backoff {
+            Some(mass) if can_back_off(ngram) => log10_or_zero(mass),
+            _ => 0.0,
+        });
+    }
+    let mut weighted = Rows::new(3, successors.len());
+    for ((ngram, &a), &i) in successors.iter().zip(counts).zip(&of) {
+        if let Some(g) = gamma[i as usize] {
+            let u = discounts.discounted(a, sums[i as usize].total);
+            weighted.push(ngram, &[a as u64, u.to_bits(), g.to_bits()]);
+        }
+    }
+    let mut contexts = Rows::new(4, sums.len());
+    for (name, s) in names.iter().zip(&sums) {
+        contexts.push(name, &[s.total as u64, s.n1 as u64, s.n2 as u64, s.n3plus as u64]);
+    }
+    ContextBucket {
+        contexts,
+        lower_log10_probs,
+        lower_log10_backoffs,
+        weighted,
+        overflow,
+    }
+}
+
+/// One suffix bucket of order n (probability.py): p(w | h) = u + gamma(h) p(w | h') for each
+/// weighted row whose suffix is an order-(n-1) row (the others are orphans): rows (ngram, a, p),
+/// or (ngram, a, log10 p) for the model's highest order (AS_LOG10).
+pub fn interpolate<'a>(
+    weighted: Strings<'a>,
+    counts: &[i64],
+    u: &[f64],
+    gamma: &[f64],
+    lower: Strings<'a>,
+    lower_probs: &[f64],
+    as_log10: bool,
+) -> Rows<'a> {
+    let mut index: Map<f64> = map_with(lower.len());
+    for (ngram, &p) in lower.iter().zip(lower_probs) {
+        index.insert(ngram, p);
+    }
+    let mut rows = Rows::new(2, weighted.len());
+    for (i, ngram) in weighted.iter().enumerate() {
+        if let Some(&lower_p) = index.get(suffix(ngram)) {
+            let p = u[i] + gamma[i] * lower_p;
+            let value = if as_log10 { log10_prob(p) } else { p };
+            rows.push(ngram, &[counts[i] as u64, value.to_bits()]);
+        }
+    }
+    rows
+}
+
+// ---- Python bindings ----
+
+/// A read-only view of a Python object's bytes (the buffer protocol: pyarrow buffers, numpy
+/// arrays, bytes) without a copy.
+struct View(Box<ffi::Py_buffer>);
+
+// SAFETY: the view only reads memory its exporter keeps alive and unchanged until release.
+unsafe impl Send for View {}
+unsafe impl Sync for View {}
+
+impl View {
+    fn of(object: &Bound<'_, PyAny>) -> PyResult<View> {
+        // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer fills in.
+        let mut view = Box::new(unsafe { std::mem::zeroed::<ffi::Py_buffer>() });
+        // SAFETY: OBJECT is a live object; PyBUF_SIMPLE asks for contiguous bytes.
+        if unsafe { ffi::PyObject_GetBuffer(object.as_ptr(), &mut *view, ffi::PyBUF_SIMPLE) } != 0 {
+            return Err(PyErr::fetch(object.py()));
+        }
+        Ok(View(view))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.0.len == 0 {
+            return &[];
+        }
+        // SAFETY: the exporter guarantees LEN readable bytes at BUF while the view is held.
+        unsafe { std::slice::from_raw_parts(self.0.buf as *const u8, self.0.len as usize) }
+    }
+
+    /// The bytes as 8-byte numbers (Arrow's buffers are 64-byte aligned; anything else is copied).
+    fn words<T: Copy + Default>(&self) -> PyResult<std::borrow::Cow<'_, [T]>> {
+        let bytes = self.bytes();
+        if bytes.len() % 8 != 0 {
+            return Err(PyValueError::new_err("a number column's bytes are not a multiple of 8"));
+        }
+        // SAFETY: T is an 8-byte plain number type here (i64, f64), valid for any bits.
+        let (before, middle, after) = unsafe { bytes.align_to::<T>() };
+        if before.is_empty() && after.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(middle));
+        }
+        let mut copied = vec![T::default(); bytes.len() / 8];
+        // SAFETY: COPIED has exactly bytes.len() bytes of plain numbers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), copied.as_mut_ptr().cast::<u8>(), bytes.len())
+        };
+        Ok(std::borrow::Cow::Owned(copied))
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        Python::with_gil(|_| {
+            // SAFETY: the view was filled by PyObject_GetBuffer and is released once.
+            unsafe { ffi::PyBuffer_Release(&mut *self.0) }
+        });
+    }
+}
+
+fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: T is a plain number type (no padding, any bit pattern valid as bytes).
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+fn py_bytes<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyAny> {
+    PyBytes::new(py, bytes_of(values)).into_any()
+}
+
+/// (offsets int64, text, [columns of 8-byte numbers], bucket starts uint64) of laid-out rows.
+fn laid_tuple<'py>(py: Python<'py>, laid: &Laid) -> PyResult<Bound<'py, PyTuple>> {
+    let columns = PyList::new(py, laid.columns.iter().map(|c| py_bytes(py, c)))?;
+    PyTuple::new(
+        py,
+        [
+            py_bytes(py, &laid.offsets),
+            py_bytes(py, &laid.data),
+            columns.into_any(),
+            py_bytes(py, &laid.starts),
+        ],
+    )
+}
+
+/// A string column's views: (offsets int64, text).
+type StringViews = (View, View);
+
+fn string_views(offsets: &Bound<'_, PyAny>, text: &Bound<'_, PyAny>) -> PyResult<StringViews> {
+    Ok((View::of(offsets)?, View::of(text)?))
+}
+
+fn strings_of<'a>(views: &'a StringViews, offsets: &'a [i64], rows: usize, what: &str) -> PyResult<Strings<'a>> {
+    let strings = Strings {
+        offsets,
+        data: views.1.bytes(),
+    };
+    strings.check(rows, what)?;
+    Ok(strings)
+}
+
+/// mkn_lay_out(offsets, text, columns, key, buckets) -> (offsets, text, columns, starts)
+///
+/// Rows (strings and 8-byte columns) ordered by the bucket of KEY ("ngram", "context" or "suffix")
+/// of their string, with each bucket's first row.
+#[pyfunction]
+fn mkn_lay_out<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    text: &Bound<'py, PyAny>,
+    columns: Vec<Bound<'py, PyAny>>,
+    key: &str,
+    buckets: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let key = Key::parse(key)?;
+    let views = string_views(offsets, text)?;
+    let column_views = columns.iter().map(View::of).collect::<PyResult<Vec<_>>>()?;
+    let offsets = views.0.words::<i64>()?;
+    let rows = offsets.len().saturating_sub(1);
+    let strings = strings_of(&views, &offsets, rows, "mkn_lay_out")?;
+    let words = column_views.iter().map(|v| v.words::<u64>()).collect::<PyResult<Vec<_>>>()?;
+    if words.iter().any(|w| w.len() != rows) {
+        return Err(PyValueError::new_err("mkn_lay_out: columns of different lengths"));
+    }
+    let laid = py.allow_threads(|| {
+        let mut table = Rows::new(0, 0);
+        table.strings = strings.iter().collect();
+        table.columns = words.iter().map(|w| w.to_vec()).collect();
+        lay_out(&table, key, buckets)
+    });
+    laid_tuple(py, &laid)
+}
+
+/// mkn_suffix_counts(offsets, text, buckets) -> laid-out (suffix, extensions) by the suffix's bucket
+#[pyfunction]
+fn mkn_suffix_counts<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    text: &Bound<'py, PyAny>,
+    buckets: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let views = string_views(offsets, text)?;
+    let offsets = views.0.words::<i64>()?;
+    let strings = strings_of(&views, &offsets, offsets.len().saturating_sub(1), "mkn_suffix_counts")?;
+    let laid = py.allow_threads(|| lay_out(&suffix_counts(strings), Key::Whole, buckets));
+    laid_tuple(py, &laid)
+}
+
+/// mkn_adjust(raw_offsets, raw_text, raw, ext_offsets, ext_text, extensions, reserved, order,
+///            model_order, buckets) -> laid-out (ngram, a, origin) by the bucket of the context
+///            (of the n-gram at order 1)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn mkn_adjust<'py>(
+    py: Python<'py>,
+    raw_offsets: &Bound<'py, PyAny>,
+    raw_text: &Bound<'py, PyAny>,
+    raw: &Bound<'py, PyAny>,
+    ext_offsets: &Bound<'py, PyAny>,
+    ext_text: &Bound<'py, PyAny>,
+    extensions: &Bound<'py, PyAny>,
+    reserved: Vec<Vec<u8>>,
+    order: u32,
+    model_order: u32,
+    buckets: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (raw_views, ext_views) = (string_views(raw_offsets, raw_text)?, string_views(ext_offsets, ext_text)?);
+    let (raw, extensions) = (View::of(raw)?, View::of(extensions)?);
+    let (raw_counts, ext_counts) = (raw.words::<i64>()?, extensions.words::<i64>()?);
+    let (raw_off, ext_off) = (raw_views.0.words::<i64>()?, ext_views.0.words::<i64>()?);
+    let raw_strings = strings_of(&raw_views, &raw_off, raw_counts.len(), "mkn_adjust")?;
+    let ext_strings = strings_of(&ext_views, &ext_off, ext_counts.len(), "mkn_adjust")?;
+    let reserved: Vec<&[u8]> = reserved.iter().map(|t| t.as_slice()).collect();
+    let laid = py.allow_threads(|| {
+        let rows = adjust(raw_strings, &raw_counts, ext_strings, &ext_counts, &reserved, order, model_order);
+        lay_out(&rows, if order == 1 { Key::Whole } else { Key::Context }, buckets)
+    });
+    laid_tuple(py, &laid)
+}
+
+/// mkn_contexts(offsets, text, a, lower_offsets, lower_text, lower_p, d1, d2, d3plus, buckets)
+///   -> (overflowing context or None, contexts laid out as one bucket (context, total, n1, n2, n3plus),
+///       lower log10 probs, lower log10 backoffs, weighted laid out by the suffix's bucket
+///       (ngram, a, u, gamma))
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn mkn_contexts<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    text: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+    lower_offsets: &Bound<'py, PyAny>,
+    lower_text: &Bound<'py, PyAny>,
+    lower_p: &Bound<'py, PyAny>,
+    d1: f64,
+    d2: f64,
+    d3plus: f64,
+    buckets: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (views, lower_views) = (string_views(offsets, text)?, string_views(lower_offsets, lower_text)?);
+    let (a, lower_p) = (View::of(a)?, View::of(lower_p)?);
+    let (counts, probs) = (a.words::<i64>()?, lower_p.words::<f64>()?);
+    let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
+    let successors = strings_of(&views, &off, counts.len(), "mkn_contexts")?;
+    let lower = strings_of(&lower_views, &lower_off, probs.len(), "mkn_contexts")?;
+    let (found, contexts, weighted) = py.allow_threads(|| {
+        let found = context_bucket(successors, &counts, lower, &probs, Discounts([d1, d2, d3plus]));
+        let contexts = lay_out(&found.contexts, Key::Whole, 0);
+        let weighted = lay_out(&found.weighted, Key::Suffix, buckets);
+        (found, contexts, weighted)
+    });
+    let overflow = match found.overflow {
+        Some(name) => PyBytes::new(py, name).into_any(),
+        None => py.None().into_bound(py),
+    };
+    PyTuple::new(
+        py,
+        [
+            overflow,
+            laid_tuple(py, &contexts)?.into_any(),
+            py_bytes(py, &found.lower_log10_probs),
+            py_bytes(py, &found.lower_log10_backoffs),
+            laid_tuple(py, &weighted)?.into_any(),
+        ],
+    )
+}
+
+/// mkn_interpolate(offsets, text, a, u, gamma, lower_offsets, lower_text, lower_p, as_log10, buckets)
+///   -> laid out (ngram, a, p or log10 p) by the n-gram's bucket (BUCKETS 0: as one bucket)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn mkn_interpolate<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    text: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+    u: &Bound<'py, PyAny>,
+    gamma: &Bound<'py, PyAny>,
+    lower_offsets: &Bound<'py, PyAny>,
+    lower_text: &Bound<'py, PyAny>,
+    lower_p: &Bound<'py, PyAny>,
+    as_log10: bool,
+    buckets: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (views, lower_views) = (string_views(offsets, text)?, string_views(lower_offsets, lower_text)?);
+    let (a, u, gamma, lower_p) = (View::of(a)?, View::of(u)?, View::of(gamma)?, View::of(lower_p)?);
+    let (counts, u, gamma, probs) = (a.words::<i64>()?, u.words::<f64>()?, gamma.words::<f64>()?, lower_p.words::<f64>()?);
+    if u.len() != counts.len() || gamma.len() != counts.len() {
+        return Err(PyValueError::new_err("mkn_interpolate: columns of different lengths"));
+    }
+    let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
+    let weighted = strings_of(&views, &off, counts.len(), "mkn_interpolate")?;
+    let lower = strings_of(&lower_views, &lower_off, probs.len(), "mkn_interpolate")?;
+    let laid = py.allow_threads(|| {
+        let rows = interpolate(weighted, &counts, &u, &gamma, lower, &probs, as_log10);
+        lay_out(&rows, Key::Whole, buckets)
+    });
+    laid_tuple(py, &laid)
+}
+
+/// mkn_unigrams(offsets, text, a, (total, n1, n2, n3plus), d1, d2, d3plus, vocab_size, as_log10, buckets)
+///   -> laid out (ngram, a, p or log10 p) by the n-gram's bucket (BUCKETS 0: as one bucket)
+///
+/// The unigram level: u under the unigram context's sums, interpolated with the uniform 1/|V|
+/// (|V| counting <unk> but not <s>); <s> is never predicted and gets probability 1, as in KenLM.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn mkn_unigrams<'py>(
+    py: Python<'py>,
+    offsets: &Bound<'py, PyAny>,
+    text: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+    sums: (i64, i64, i64, i64),
+    d1: f64,
+    d2: f64,
+    d3plus: f64,
+    vocab_size: i64,
+    as_log10: bool,
+    buckets: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let views = string_views(offsets, text)?;
+    let a = View::of(a)?;
+    let counts = a.words::<i64>()?;
+    let off = views.0.words::<i64>()?;
+    let unigrams = strings_of(&views, &off, counts.len(), "mkn_unigrams")?;
+    let (total, n1, n2, n3plus) = sums;
+    let sums = Sums { total, n1, n2, n3plus, overflow: false };
+    let laid = py.allow_threads(|| {
+        let discounts = Discounts([d1, d2, d3plus]);
+        let uniform = discounts.backoff_mass(&sums) / vocab_size as f64;
+        let mut rows = Rows::new(2, counts.len());
+        for (ngram, &a) in unigrams.iter().zip(counts.iter()) {
+            let p = if ngram == START { 1.0 } else { discounts.discounted(a, sums.total) + uniform };
+            let value = if as_log10 { log10_prob(p) } else { p };
+            rows.push(ngram, &[a as u64, value.to_bits()]);
+        }
+        lay_out(&rows, Key::Whole, buckets)
+    });
+    laid_tuple(py, &laid)
+}
+
+/// mkn_bucket_of(key, buckets) -> the bucket of KEY (bytes) among BUCKETS
+#[pyfunction]
+fn mkn_bucket_of(key: &[u8], buckets: u64) -> PyResult<u64> {
+    if buckets == 0 {
+        return Err(PyValueError::new_err("mkn_bucket_of: no buckets"));
+    }
+    Ok(bucket_of(key, buckets))
+}
+
+/// Adds the MKN kernels to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(mkn_bucket_of, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_lay_out, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_suffix_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_adjust, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_contexts, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_interpolate, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_unigrams, m)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings<'a>(offsets: &'a mut Vec<i64>, data: &'a mut Vec<u8>, values: &[&str]) -> Strings<'a> {
+        offsets.push(0);
+        for v in values {
+            data.extend_from_slice(v.as_bytes());
+            offsets.push(data.len() as i64);
+        }
+        Strings { offsets, data }
+    }
+
+    #[test]
+    fn keys_of_an_ngram() {
+        assert_eq!((context(b"a b c"), suffix(b"a b c")), (&b"a b"[..], &b"b c"[..]));
+        assert_eq!((context(b"a"), suffix(b"a")), (&b""[..], &b""[..]));
+        assert!(starts_sentence(b"_START_ a") && starts_sentence(b"_START_") && !starts_sentence(b"_START_x a"));
+        assert!(!can_back_off(b"a _END_") && !can_back_off(b"<unk>") && can_back_off(b"a_END_") && can_back_off(b"_START_"));
+    }
+
+    #[test]
+    fn buckets_are_stable_and_spread() {
+        assert_eq!(hash(b"a b"), hash(b"a b"));
+        let mut seen = [0u32; 4];
+        for i in 0..4000 {
+            seen[bucket_of(format!("w{i} x").as_bytes(), 4) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| (800..1200).contains(&n)), "{seen:?}");
+    }
+
+    #[test]
+    fn lay_out_orders_rows_by_bucket_stably() {
+        let mut rows = Rows::new(1, 0);
+        for (i, s) in ["a x", "b y", "a z", "c"].iter().enumerate() {
+            rows.push(s.as_bytes(), &[i as u64]);
+        }
+        let laid = lay_out(&rows, Key::Context, 3);
+        assert_eq!(*laid.starts.last().unwrap(), 4);
+        for b in 0..3 {
+            let (lo, hi) = (laid.starts[b] as usize, laid.starts[b + 1] as usize);
+            let ids: Vec<u64> = laid.columns[0][lo..hi].to_vec();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            for i in lo..hi {
+                let s = &laid.data[laid.offsets[i] as usize..laid.offsets[i + 1] as usize];
+                assert_eq!(bucket_of(context(s), 3), b as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn contexts_sums_and_backoffs() {
+        let (mut o, mut d, mut lo, mut ld) = (vec![], vec![], vec![], vec![]);
+        let successors = strings(&mut o, &mut d, &["h a", "h b", "h c", "h d", "h e", "g a"]);
+        let lower = strings(&mut lo, &mut ld, &["h", "x"]);
+        let found = context_bucket(successors, &[1, 1, 2, 5, 0, 3], lower, &[0.5, 1.0000001], Discounts([0.5, 1.0, 1.5]));
+        assert_eq!(found.contexts.strings, vec![&b"h"[..], &b"g"[..]]);
+        assert_eq!(found.contexts.columns.iter().map(|c| c[0]).collect::<Vec<_>>(), vec![9, 2, 1, 1]);
+        let gamma = (0.5 * 2.0 + 1.0 + 1.5) / 9.0;
+        assert_eq!(found.lower_log10_backoffs, vec![f64::log10(gamma), 0.0]);
+        assert_eq!(found.lower_log10_probs, vec![f64::log10(0.5), 0.0]);
+        assert_eq!(found.weighted.strings.len(), 5); // "g a" has no context in the lower order: an orphan
+        assert_eq!(f64::from_bits(found.weighted.columns[1][2]), (2.0 - 1.0) / 9.0);
+    }
+}
