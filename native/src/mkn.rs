@@ -321,18 +321,12 @@ impl<'a> Strings<'a> {
     }
 }
 
-/// Distinct n-grams per suffix of a part file's distinct n-grams: their extension counts.
-pub fn suffix_counts<'a>(ngrams: Strings<'a>) -> Rows<'a> {
-    let mut index: Map<u32> = map_with(ngrams.len() / 4);
-    let mut rows = Rows::new(1, ngrams.len() / 4);
+/// The suffix of each of a part file's distinct n-grams, each one left extension of it. They are
+/// not summed here: a part file's suffixes hardly repeat, and the adjust pass sums them in its bucket.
+pub fn suffixes<'a>(ngrams: Strings<'a>) -> Rows<'a> {
+    let mut rows = Rows::new(1, ngrams.len());
     for ngram in ngrams.iter() {
-        let tail = suffix(ngram);
-        let next = rows.strings.len() as u32;
-        let i = *index.entry(tail).or_insert(next);
-        if i == next {
-            rows.push(tail, &[0]);
-        }
-        rows.columns[0][i as usize] += 1;
+        rows.push(suffix(ngram), &[1]);
     }
     rows
 }
@@ -619,9 +613,9 @@ fn mkn_lay_out<'py>(
     laid_tuple(py, &laid)
 }
 
-/// mkn_suffix_counts(offsets, text, buckets) -> laid-out (suffix, extensions) by the suffix's bucket
+/// mkn_suffixes(offsets, text, buckets) -> laid-out (suffix, extensions = 1) by the suffix's bucket
 #[pyfunction]
-fn mkn_suffix_counts<'py>(
+fn mkn_suffixes<'py>(
     py: Python<'py>,
     offsets: &Bound<'py, PyAny>,
     text: &Bound<'py, PyAny>,
@@ -629,8 +623,8 @@ fn mkn_suffix_counts<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let views = string_views(offsets, text)?;
     let offsets = views.0.words::<i64>()?;
-    let strings = strings_of(&views, &offsets, offsets.len().saturating_sub(1), "mkn_suffix_counts")?;
-    let laid = py.allow_threads(|| lay_out(&suffix_counts(strings), Key::Whole, buckets));
+    let strings = strings_of(&views, &offsets, offsets.len().saturating_sub(1), "mkn_suffixes")?;
+    let laid = py.allow_threads(|| lay_out(&suffixes(strings), Key::Whole, buckets));
     laid_tuple(py, &laid)
 }
 
@@ -800,7 +794,7 @@ fn mkn_bucket_of(key: &[u8], buckets: u64) -> PyResult<u64> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mkn_bucket_of, m)?)?;
     m.add_function(wrap_pyfunction!(mkn_lay_out, m)?)?;
-    m.add_function(wrap_pyfunction!(mkn_suffix_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(mkn_suffixes, m)?)?;
     m.add_function(wrap_pyfunction!(mkn_adjust, m)?)?;
     m.add_function(wrap_pyfunction!(mkn_contexts, m)?)?;
     m.add_function(wrap_pyfunction!(mkn_interpolate, m)?)?;

@@ -19,8 +19,9 @@ explicitly, and each is counted in the manifest:
 The joins and counts are the native kernel's (native.py, native/src/mkn.rs: ``adjust``). Two passes:
 
     scatter_part   one input part file of order n -> "input" rows (ngram, raw) in the bucket of the
-                   n-gram, and "extensions" (suffix, distinct n-grams) in the bucket of the suffix,
-                   counted within the file first. At the model's highest order (above 1) a is the raw
+                   n-gram, and "extensions" (suffix, 1) in the bucket of the suffix, one per n-gram (a
+                   part file's suffixes hardly repeat: summing them there cost a hash look-up per
+                   n-gram and saved few rows). At the model's highest order (above 1) a is the raw
                    count, which the file holds: its rows go straight to "adjusted" in the bucket of
                    their context, with the file's summary, and skip adjust_bucket
     adjust_bucket  one bucket of order n's "input" and "extensions" -> "adjusted" rows (ngram, a) in
@@ -62,7 +63,7 @@ def scatter_part(work: Work, order: int, path: str, model_order: int) -> tuple[l
         written = work.write("input", order, native.lay_out(rows.rename_columns(["ngram", "raw"]), native.NGRAM,
                                                             work.buckets))
     if order > 1:
-        written += work.write("extensions", order - 1, native.suffix_counts(rows.column("ngram"), work.buckets))
+        written += work.write("extensions", order - 1, native.suffixes(rows.column("ngram"), work.buckets))
     return written, summary
 
 

@@ -75,9 +75,9 @@ def lay_out(table: pa.Table, key: str, buckets: int) -> Laid:
     return _laid(found, schema(**{f.name: f.type for f in list(table.schema)[1:]}))
 
 
-def suffix_counts(ngrams: pa.Array, buckets: int) -> Laid:
-    """(suffix, distinct n-grams with it) of distinct n-grams, laid out by the suffix's bucket."""
-    return _laid(_kernel.mkn_suffix_counts(*_strings(ngrams), buckets), schema(extensions=pa.int64()))
+def suffixes(ngrams: pa.Array, buckets: int) -> Laid:
+    """(suffix, 1) of each of distinct n-grams, laid out by the suffix's bucket."""
+    return _laid(_kernel.mkn_suffixes(*_strings(ngrams), buckets), schema(extensions=pa.int64()))
 
 
 def adjust(raw: pa.Table, extensions: pa.Table, reserved: list[str], order: int, model_order: int,
