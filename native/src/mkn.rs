@@ -52,23 +52,108 @@ pub fn hash(bytes: &[u8]) -> u64 {
     h ^ (h >> 33)
 }
 
-/// The hash maps' hasher: `hash` of the bytes a key writes.
-#[derive(Default)]
-struct BytesHasher(u64);
+/// A key with its `hash`, computed once: maps compare the hashes before the bytes.
+#[derive(Clone, Copy)]
+struct Hashed<'a> {
+    hash: u64,
+    bytes: &'a [u8],
+}
 
-impl Hasher for BytesHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 ^= hash(bytes);
+impl std::hash::Hash for Hashed<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
     }
-    fn write_usize(&mut self, _length: usize) {
-        // A slice writes its length first; `hash` already mixes it in.
+}
+
+impl PartialEq for Hashed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.bytes == other.bytes
+    }
+}
+
+impl Eq for Hashed<'_> {}
+
+/// The maps' hasher: the key's hash, multiplied and folded so that neither the bits that chose the
+/// part (the top ones) nor those that chose the bucket (hash % buckets) are alike in one map.
+#[derive(Default)]
+struct Remix(u64);
+
+impl Hasher for Remix {
+    fn write(&mut self, _bytes: &[u8]) {
+        unreachable!("keys write their hash only");
+    }
+    fn write_u64(&mut self, hash: u64) {
+        let h = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
     }
     fn finish(&self) -> u64 {
         self.0
     }
 }
 
-type Map<'a, V> = HashMap<&'a [u8], V, BuildHasherDefault<BytesHasher>>;
+type Map<'a, V> = HashMap<Hashed<'a>, V, BuildHasherDefault<Remix>>;
+
+/// Keys per part: a part's map (and the rows it was built from) stays within the core's cache.
+const PART_KEYS: usize = 8 << 10;
+
+/// log2 of the parts for ROWS keys.
+fn part_bits(rows: usize) -> u32 {
+    (rows / PART_KEYS).max(1).next_power_of_two().trailing_zeros()
+}
+
+/// Keys split into 2^bits parts by the top bits of their hash (a radix partition), so that a join
+/// or group-by runs part by part with a map that fits the cache: on whole buckets of ~1M keys, every
+/// map access was a cache miss. Within a part, rows keep their order.
+struct Split<'a> {
+    keys: Vec<&'a [u8]>,
+    hashes: Vec<u64>,
+    order: Vec<u32>,
+    starts: Vec<usize>,
+}
+
+impl<'a> Split<'a> {
+    fn new(keys: Vec<&'a [u8]>, bits: u32) -> Self {
+        let hashes: Vec<u64> = keys.iter().map(|k| hash(k)).collect();
+        let part = |h: u64| if bits == 0 { 0 } else { (h >> (64 - bits)) as usize };
+        let mut starts = vec![0usize; (1 << bits) + 1];
+        for &h in &hashes {
+            starts[part(h) + 1] += 1;
+        }
+        for p in 0..1 << bits {
+            starts[p + 1] += starts[p];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; keys.len()];
+        for (i, &h) in hashes.iter().enumerate() {
+            order[next[part(h)]] = i as u32;
+            next[part(h)] += 1;
+        }
+        Split {
+            keys,
+            hashes,
+            order,
+            starts,
+        }
+    }
+
+    fn parts(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// (row, key) of part P's rows.
+    fn rows(&self, p: usize) -> impl Iterator<Item = (usize, Hashed<'a>)> + '_ {
+        self.order[self.starts[p]..self.starts[p + 1]].iter().map(move |&i| {
+            let i = i as usize;
+            (
+                i,
+                Hashed {
+                    hash: self.hashes[i],
+                    bytes: self.keys[i],
+                },
+            )
+        })
+    }
+}
 
 fn map_with<'a, V>(capacity: usize) -> Map<'a, V> {
     HashMap::with_capacity_and_hasher(capacity, Default::default())
@@ -344,44 +429,48 @@ pub fn adjust<'a>(
     order: u32,
     model_order: u32,
 ) -> Rows<'a> {
-    let mut index: Map<u32> = map_with(raw.len() + reserved.len());
-    let mut found: Vec<(&[u8], Option<i64>, i64)> = Vec::with_capacity(raw.len() + reserved.len());
-    let mut add = |ngram: &'a [u8], count: Option<i64>, more: i64| {
-        let next = found.len() as u32;
-        let i = *index.entry(ngram).or_insert(next) as usize;
-        if i == found.len() {
-            found.push((ngram, None, 0));
-        }
-        let row = &mut found[i];
-        if let Some(count) = count {
-            row.1 = Some(row.1.unwrap_or(0) + count);
-        }
-        row.2 += more;
-    };
-    for (i, ngram) in raw.iter().enumerate() {
-        add(ngram, Some(raw_counts[i]), 0);
-    }
-    for &ngram in reserved {
-        add(ngram, None, 0);
-    }
-    for (i, ngram) in extended.iter().enumerate() {
-        add(ngram, None, extensions[i]);
-    }
-    let mut rows = Rows::new(2, found.len());
-    for (ngram, raw, extensions) in found {
-        let listed = if raw.is_none() { RESERVED } else { INPUT };
-        let (a, origin) = if order == 1 && (ngram == START || ngram == UNK) {
-            (0, listed) // <s> is never predicted, <unk> never seen: count 0, as in KenLM
-        } else if order == model_order || starts_sentence(ngram) {
-            (raw.unwrap_or(0), listed) // nothing left of them to count: the raw count
-        } else if raw.is_none() {
-            (extensions, if extensions > 0 { SUFFIX } else { RESERVED })
-        } else if extensions == 0 {
-            (1, FLOOR) // every left extension pruned away: at least one existed
-        } else {
-            (extensions, INPUT)
+    let bits = part_bits(raw.len() + reserved.len());
+    let listed = Split::new(raw.iter().chain(reserved.iter().copied()).collect(), bits);
+    let extending = Split::new(extended.iter().collect(), bits);
+    let mut rows = Rows::new(2, raw.len() + reserved.len());
+    let mut index: Map<u32> = map_with(2 * PART_KEYS);
+    let mut found: Vec<(&[u8], Option<i64>, i64)> = Vec::with_capacity(2 * PART_KEYS);
+    for p in 0..listed.parts() {
+        index.clear();
+        found.clear();
+        let mut add = |key: Hashed<'a>, count: Option<i64>, more: i64| {
+            let next = found.len() as u32;
+            let i = *index.entry(key).or_insert(next) as usize;
+            if i == found.len() {
+                found.push((key.bytes, None, 0));
+            }
+            let row = &mut found[i];
+            if let Some(count) = count {
+                row.1 = Some(row.1.unwrap_or(0) + count);
+            }
+            row.2 += more;
         };
-        rows.push(ngram, &[a as u64, origin]);
+        for (i, key) in listed.rows(p) {
+            add(key, raw_counts.get(i).copied(), 0); // past the raw rows: the reserved n-grams
+        }
+        for (i, key) in extending.rows(p) {
+            add(key, None, extensions[i]);
+        }
+        for &(ngram, raw, extensions) in &found {
+            let listed = if raw.is_none() { RESERVED } else { INPUT };
+            let (a, origin) = if order == 1 && (ngram == START || ngram == UNK) {
+                (0, listed) // <s> is never predicted, <unk> never seen: count 0, as in KenLM
+            } else if order == model_order || starts_sentence(ngram) {
+                (raw.unwrap_or(0), listed) // nothing left of them to count: the raw count
+            } else if raw.is_none() {
+                (extensions, if extensions > 0 { SUFFIX } else { RESERVED })
+            } else if extensions == 0 {
+                (1, FLOOR) // every left extension pruned away: at least one existed
+            } else {
+                (extensions, INPUT)
+            };
+            rows.push(ngram, &[a as u64, origin]);
+        }
     }
     rows
 }
@@ -405,48 +494,58 @@ pub fn context_bucket<'a>(
     lower_probs: &[f64],
     discounts: Discounts,
 ) -> ContextBucket<'a> {
-    let mut index: Map<u32> = map_with(successors.len() / 2);
-    let mut names: Vec<&[u8]> = Vec::new();
-    let mut sums: Vec<Sums> = Vec::new();
-    let mut of: Vec<u32> = Vec::with_capacity(successors.len());
-    for (ngram, &a) in successors.iter().zip(counts) {
-        let head = context(ngram);
-        let next = sums.len() as u32;
-        let i = *index.entry(head).or_insert(next);
-        if i == next {
-            names.push(head);
-            sums.push(Sums::default());
-        }
-        sums[i as usize].add(a);
-        of.push(i);
-    }
-    let overflow = sums.iter().position(|s| s.overflow).map(|i| names[i]);
-    // gamma of each context that is an order-(n-1) row: only those are in the model.
-    let mut gamma: Vec<Option<f64>> = vec![None; sums.len()];
-    let mut lower_log10_probs = Vec::with_capacity(lower.len());
-    let mut lower_log10_backoffs = Vec::with_capacity(lower.len());
-    for (ngram, &p) in lower.iter().zip(lower_probs) {
-        lower_log10_probs.push(log10_prob(p));
-        let backoff = index.get(ngram).map(|&i| {
-            let mass = discounts.backoff_mass(&sums[i as usize]);
-            gamma[i as usize] = Some(mass);
-            mass
-        });
-        lower_log10_backoffs.push(match backoff {
-            Some(mass) if can_back_off(ngram) => log10_or_zero(mass),
-            _ => 0.0,
-        });
-    }
+    let bits = part_bits(successors.len() / 2 + lower.len());
+    let heads = Split::new(successors.iter().map(context).collect(), bits);
+    let lows = Split::new(lower.iter().collect(), bits);
+    let lower_log10_probs: Vec<f64> = lower_probs.iter().map(|&p| log10_prob(p)).collect();
+    let mut lower_log10_backoffs = vec![0.0; lower.len()];
+    let mut contexts = Rows::new(4, successors.len() / 2);
     let mut weighted = Rows::new(3, successors.len());
-    for ((ngram, &a), &i) in successors.iter().zip(counts).zip(&of) {
-        if let Some(g) = gamma[i as usize] {
-            let u = discounts.discounted(a, sums[i as usize].total);
-            weighted.push(ngram, &[a as u64, u.to_bits(), g.to_bits()]);
+    let mut overflow = None;
+    let mut index: Map<u32> = map_with(2 * PART_KEYS);
+    let mut sums: Vec<Sums> = Vec::with_capacity(2 * PART_KEYS);
+    // gamma of each context that is an order-(n-1) row: only those are in the model.
+    let mut gamma: Vec<Option<f64>> = Vec::with_capacity(2 * PART_KEYS);
+    let mut of: Vec<u32> = Vec::new();
+    for p in 0..heads.parts() {
+        index.clear();
+        sums.clear();
+        gamma.clear();
+        of.clear();
+        for (i, key) in heads.rows(p) {
+            let next = sums.len() as u32;
+            let id = *index.entry(key).or_insert(next);
+            if id == next {
+                contexts.strings.push(key.bytes);
+                sums.push(Sums::default());
+                gamma.push(None);
+            }
+            sums[id as usize].add(counts[i]);
+            of.push(id);
         }
-    }
-    let mut contexts = Rows::new(4, sums.len());
-    for (name, s) in names.iter().zip(&sums) {
-        contexts.push(name, &[s.total as u64, s.n1 as u64, s.n2 as u64, s.n3plus as u64]);
+        for (i, key) in lows.rows(p) {
+            if let Some(&id) = index.get(&key) {
+                let mass = discounts.backoff_mass(&sums[id as usize]);
+                gamma[id as usize] = Some(mass);
+                if can_back_off(key.bytes) {
+                    lower_log10_backoffs[i] = log10_or_zero(mass);
+                }
+            }
+        }
+        for ((i, _), &id) in heads.rows(p).zip(&of) {
+            if let Some(g) = gamma[id as usize] {
+                let u = discounts.discounted(counts[i], sums[id as usize].total);
+                weighted.push(successors.get(i), &[counts[i] as u64, u.to_bits(), g.to_bits()]);
+            }
+        }
+        for s in &sums {
+            if s.overflow && overflow.is_none() {
+                overflow = Some(contexts.strings[contexts.columns[0].len()]);
+            }
+            for (column, value) in contexts.columns.iter_mut().zip([s.total, s.n1, s.n2, s.n3plus]) {
+                column.push(value as u64);
+            }
+        }
     }
     ContextBucket {
         contexts,
@@ -469,16 +568,22 @@ pub fn interpolate<'a>(
     lower_probs: &[f64],
     as_log10: bool,
 ) -> Rows<'a> {
-    let mut index: Map<f64> = map_with(lower.len());
-    for (ngram, &p) in lower.iter().zip(lower_probs) {
-        index.insert(ngram, p);
-    }
+    let bits = part_bits(lower.len());
+    let lows = Split::new(lower.iter().collect(), bits);
+    let tails = Split::new(weighted.iter().map(suffix).collect(), bits);
+    let mut index: Map<f64> = map_with(2 * PART_KEYS);
     let mut rows = Rows::new(2, weighted.len());
-    for (i, ngram) in weighted.iter().enumerate() {
-        if let Some(&lower_p) = index.get(suffix(ngram)) {
-            let p = u[i] + gamma[i] * lower_p;
-            let value = if as_log10 { log10_prob(p) } else { p };
-            rows.push(ngram, &[counts[i] as u64, value.to_bits()]);
+    for p in 0..lows.parts() {
+        index.clear();
+        for (i, key) in lows.rows(p) {
+            index.insert(key, lower_probs[i]);
+        }
+        for (i, key) in tails.rows(p) {
+            if let Some(&lower_p) = index.get(&key) {
+                let p = u[i] + gamma[i] * lower_p;
+                let value = if as_log10 { log10_prob(p) } else { p };
+                rows.push(weighted.get(i), &[counts[i] as u64, value.to_bits()]);
+            }
         }
     }
     rows
