@@ -101,20 +101,26 @@ fn part_bits(rows: usize) -> u32 {
     (rows / PART_KEYS).max(1).next_power_of_two().trailing_zeros()
 }
 
-/// Keys split into 2^bits parts by the top bits of their hash (a radix partition), so that a join
-/// or group-by runs part by part with a map that fits the cache: on whole buckets of ~1M keys, every
-/// map access was a cache miss. Within a part, rows keep their order.
-struct Split<'a> {
-    keys: Vec<&'a [u8]>,
-    hashes: Vec<u64>,
-    order: Vec<u32>,
+/// A row of a part: its key, the key's hash, and what the join carries along.
+struct Item<'a, T> {
+    key: Hashed<'a>,
+    value: T,
+}
+
+/// Rows split into 2^bits parts by the top bits of their key's hash (a radix partition), each part's
+/// rows copied together, so that a join or group-by runs part by part over contiguous rows with a map
+/// that fits the cache: on whole buckets of ~1M keys, every map access was a cache miss, and so was
+/// every access to a row by its index. Within a part, rows keep their order.
+struct Split<'a, T> {
+    items: Vec<Item<'a, T>>,
     starts: Vec<usize>,
 }
 
-impl<'a> Split<'a> {
-    fn new(keys: Vec<&'a [u8]>, bits: u32) -> Self {
-        let hashes: Vec<u64> = keys.iter().map(|k| hash(k)).collect();
+impl<'a, T> Split<'a, T> {
+    /// The parts of ROWS rows, row i being (key, value) = ROW(i).
+    fn new(rows: usize, bits: u32, row: impl Fn(usize) -> (&'a [u8], T)) -> Self {
         let part = |h: u64| if bits == 0 { 0 } else { (h >> (64 - bits)) as usize };
+        let hashes: Vec<u64> = (0..rows).map(|i| hash(row(i).0)).collect();
         let mut starts = vec![0usize; (1 << bits) + 1];
         for &h in &hashes {
             starts[part(h) + 1] += 1;
@@ -123,35 +129,27 @@ impl<'a> Split<'a> {
             starts[p + 1] += starts[p];
         }
         let mut next = starts.clone();
-        let mut order = vec![0u32; keys.len()];
+        let mut items: Vec<Item<'a, T>> = Vec::with_capacity(rows);
+        let spare = items.spare_capacity_mut();
         for (i, &h) in hashes.iter().enumerate() {
-            order[next[part(h)]] = i as u32;
+            let (bytes, value) = row(i);
+            spare[next[part(h)]].write(Item {
+                key: Hashed { hash: h, bytes },
+                value,
+            });
             next[part(h)] += 1;
         }
-        Split {
-            keys,
-            hashes,
-            order,
-            starts,
-        }
+        // SAFETY: every one of the ROWS slots was written once above (the parts' slots tile 0..rows).
+        unsafe { items.set_len(rows) };
+        Split { items, starts }
     }
 
     fn parts(&self) -> usize {
         self.starts.len() - 1
     }
 
-    /// (row, key) of part P's rows.
-    fn rows(&self, p: usize) -> impl Iterator<Item = (usize, Hashed<'a>)> + '_ {
-        self.order[self.starts[p]..self.starts[p + 1]].iter().map(move |&i| {
-            let i = i as usize;
-            (
-                i,
-                Hashed {
-                    hash: self.hashes[i],
-                    bytes: self.keys[i],
-                },
-            )
-        })
+    fn part(&self, p: usize) -> &[Item<'a, T>] {
+        &self.items[self.starts[p]..self.starts[p + 1]]
     }
 }
 
@@ -318,62 +316,69 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Rows laid out as Arrow columns, ordered by bucket: bucket b's rows are starts[b]..starts[b + 1].
-pub struct Laid {
-    pub offsets: Vec<i64>,
-    pub data: Vec<u8>,
-    pub columns: Vec<Vec<u64>>,
-    pub starts: Vec<u64>,
+/// Where rows go when laid out as Arrow columns ordered by bucket: bucket b's rows are
+/// starts[b]..starts[b + 1], in the order they were made.
+pub struct Plan {
+    bucket: Vec<u32>,
+    starts: Vec<u64>,
+    byte_starts: Vec<u64>,
 }
 
-/// ROWS ordered by the bucket of KEY of their string (a stable counting sort); BUCKETS 0 keeps
-/// them as they are, as one bucket.
-pub fn lay_out(rows: &Rows, key: Key, buckets: u64) -> Laid {
-    let n = rows.strings.len();
-    let order: Vec<u32>;
-    let starts: Vec<u64>;
-    if buckets == 0 {
-        order = (0..n as u32).collect();
-        starts = vec![0, n as u64];
+/// The plan that orders ROWS by the bucket of KEY of their string (a stable counting sort); BUCKETS
+/// 0 keeps them as they are, as one bucket.
+pub fn lay_out(rows: &Rows, key: Key, buckets: u64) -> Plan {
+    let bucket: Vec<u32> = if buckets == 0 {
+        vec![0; rows.strings.len()]
     } else {
-        let of: Vec<u32> = rows
-            .strings
+        rows.strings
             .iter()
             .map(|s| bucket_of(key.of(s), buckets) as u32)
-            .collect();
-        let mut next = vec![0u64; buckets as usize + 1];
-        for &b in &of {
-            next[b as usize + 1] += 1;
-        }
-        for b in 0..buckets as usize {
-            next[b + 1] += next[b];
-        }
-        starts = next.clone();
-        let mut placed = vec![0u32; n];
-        for (i, &b) in of.iter().enumerate() {
-            placed[next[b as usize] as usize] = i as u32;
-            next[b as usize] += 1;
-        }
-        order = placed;
+            .collect()
+    };
+    let count = buckets.max(1) as usize;
+    let (mut starts, mut byte_starts) = (vec![0u64; count + 1], vec![0u64; count + 1]);
+    for (&b, s) in bucket.iter().zip(&rows.strings) {
+        starts[b as usize + 1] += 1;
+        byte_starts[b as usize + 1] += s.len() as u64;
     }
-    let bytes: usize = rows.strings.iter().map(|s| s.len()).sum();
-    let mut offsets = Vec::with_capacity(n + 1);
-    let mut data = Vec::with_capacity(bytes);
-    offsets.push(0);
-    for &i in &order {
-        data.extend_from_slice(rows.strings[i as usize]);
-        offsets.push(data.len() as i64);
+    for b in 0..count {
+        starts[b + 1] += starts[b];
+        byte_starts[b + 1] += byte_starts[b];
     }
-    let columns = rows
-        .columns
-        .iter()
-        .map(|column| order.iter().map(|&i| column[i as usize]).collect())
-        .collect();
-    Laid {
-        offsets,
-        data,
-        columns,
+    Plan {
+        bucket,
         starts,
+        byte_starts,
+    }
+}
+
+impl Plan {
+    pub fn rows(&self) -> usize {
+        *self.starts.last().unwrap() as usize
+    }
+
+    pub fn bytes(&self) -> usize {
+        *self.byte_starts.last().unwrap() as usize
+    }
+
+    /// ROWS written into OFFSETS (rows + 1 int64), DATA (the strings' bytes) and COLUMNS (rows
+    /// 8-byte numbers each, little-endian as Arrow's): the rows are read in order and each bucket's
+    /// rows written in order, so every stream is sequential.
+    pub fn fill(&self, rows: &Rows, offsets: &mut [u8], data: &mut [u8], columns: &mut [&mut [u8]]) {
+        let mut next_row = self.starts.clone();
+        let mut next_byte = self.byte_starts.clone();
+        offsets[..8].copy_from_slice(&0i64.to_le_bytes());
+        for (i, (&b, s)) in self.bucket.iter().zip(&rows.strings).enumerate() {
+            let (row, at) = (next_row[b as usize] as usize, next_byte[b as usize] as usize);
+            data[at..at + s.len()].copy_from_slice(s);
+            let end = (at + s.len()) as i64;
+            offsets[8 * (row + 1)..8 * (row + 2)].copy_from_slice(&end.to_le_bytes());
+            for (column, values) in columns.iter_mut().zip(&rows.columns) {
+                column[8 * row..8 * row + 8].copy_from_slice(&values[i].to_le_bytes());
+            }
+            next_row[b as usize] += 1;
+            next_byte[b as usize] += s.len() as u64;
+        }
     }
 }
 
@@ -430,8 +435,12 @@ pub fn adjust<'a>(
     model_order: u32,
 ) -> Rows<'a> {
     let bits = part_bits(raw.len() + reserved.len());
-    let listed = Split::new(raw.iter().chain(reserved.iter().copied()).collect(), bits);
-    let extending = Split::new(extended.iter().collect(), bits);
+    // The reserved n-grams after the raw rows, with no raw count.
+    let listed = Split::new(raw.len() + reserved.len(), bits, |i| match raw_counts.get(i) {
+        Some(&count) => (raw.get(i), Some(count)),
+        None => (reserved[i - raw.len()], None),
+    });
+    let extending = Split::new(extended.len(), bits, |i| (extended.get(i), extensions[i]));
     let mut rows = Rows::new(2, raw.len() + reserved.len());
     let mut index: Map<u32> = map_with(2 * PART_KEYS);
     let mut found: Vec<(&[u8], Option<i64>, i64)> = Vec::with_capacity(2 * PART_KEYS);
@@ -450,11 +459,11 @@ pub fn adjust<'a>(
             }
             row.2 += more;
         };
-        for (i, key) in listed.rows(p) {
-            add(key, raw_counts.get(i).copied(), 0); // past the raw rows: the reserved n-grams
+        for item in listed.part(p) {
+            add(item.key, item.value, 0);
         }
-        for (i, key) in extending.rows(p) {
-            add(key, None, extensions[i]);
+        for item in extending.part(p) {
+            add(item.key, None, item.value);
         }
         for &(ngram, raw, extensions) in &found {
             let listed = if raw.is_none() { RESERVED } else { INPUT };
@@ -495,8 +504,11 @@ pub fn context_bucket<'a>(
     discounts: Discounts,
 ) -> ContextBucket<'a> {
     let bits = part_bits(successors.len() / 2 + lower.len());
-    let heads = Split::new(successors.iter().map(context).collect(), bits);
-    let lows = Split::new(lower.iter().collect(), bits);
+    let heads = Split::new(successors.len(), bits, |i| {
+        let ngram = successors.get(i);
+        (context(ngram), (ngram, counts[i]))
+    });
+    let lows = Split::new(lower.len(), bits, |i| (lower.get(i), i));
     let lower_log10_probs: Vec<f64> = lower_probs.iter().map(|&p| log10_prob(p)).collect();
     let mut lower_log10_backoffs = vec![0.0; lower.len()];
     let mut contexts = Rows::new(4, successors.len() / 2);
@@ -512,30 +524,31 @@ pub fn context_bucket<'a>(
         sums.clear();
         gamma.clear();
         of.clear();
-        for (i, key) in heads.rows(p) {
+        for item in heads.part(p) {
             let next = sums.len() as u32;
-            let id = *index.entry(key).or_insert(next);
+            let id = *index.entry(item.key).or_insert(next);
             if id == next {
-                contexts.strings.push(key.bytes);
+                contexts.strings.push(item.key.bytes);
                 sums.push(Sums::default());
                 gamma.push(None);
             }
-            sums[id as usize].add(counts[i]);
+            sums[id as usize].add(item.value.1);
             of.push(id);
         }
-        for (i, key) in lows.rows(p) {
-            if let Some(&id) = index.get(&key) {
+        for item in lows.part(p) {
+            if let Some(&id) = index.get(&item.key) {
                 let mass = discounts.backoff_mass(&sums[id as usize]);
                 gamma[id as usize] = Some(mass);
-                if can_back_off(key.bytes) {
-                    lower_log10_backoffs[i] = log10_or_zero(mass);
+                if can_back_off(item.key.bytes) {
+                    lower_log10_backoffs[item.value] = log10_or_zero(mass);
                 }
             }
         }
-        for ((i, _), &id) in heads.rows(p).zip(&of) {
+        for (item, &id) in heads.part(p).iter().zip(&of) {
             if let Some(g) = gamma[id as usize] {
-                let u = discounts.discounted(counts[i], sums[id as usize].total);
-                weighted.push(successors.get(i), &[counts[i] as u64, u.to_bits(), g.to_bits()]);
+                let (ngram, a) = item.value;
+                let u = discounts.discounted(a, sums[id as usize].total);
+                weighted.push(ngram, &[a as u64, u.to_bits(), g.to_bits()]);
             }
         }
         for s in &sums {
@@ -569,20 +582,24 @@ pub fn interpolate<'a>(
     as_log10: bool,
 ) -> Rows<'a> {
     let bits = part_bits(lower.len());
-    let lows = Split::new(lower.iter().collect(), bits);
-    let tails = Split::new(weighted.iter().map(suffix).collect(), bits);
+    let lows = Split::new(lower.len(), bits, |i| (lower.get(i), lower_probs[i]));
+    let tails = Split::new(weighted.len(), bits, |i| {
+        let ngram = weighted.get(i);
+        (suffix(ngram), (ngram, counts[i], u[i], gamma[i]))
+    });
     let mut index: Map<f64> = map_with(2 * PART_KEYS);
     let mut rows = Rows::new(2, weighted.len());
     for p in 0..lows.parts() {
         index.clear();
-        for (i, key) in lows.rows(p) {
-            index.insert(key, lower_probs[i]);
+        for item in lows.part(p) {
+            index.insert(item.key, item.value);
         }
-        for (i, key) in tails.rows(p) {
-            if let Some(&lower_p) = index.get(&key) {
-                let p = u[i] + gamma[i] * lower_p;
+        for item in tails.part(p) {
+            if let Some(&lower_p) = index.get(&item.key) {
+                let (ngram, a, u, gamma) = item.value;
+                let p = u + gamma * lower_p;
                 let value = if as_log10 { log10_prob(p) } else { p };
-                rows.push(weighted.get(i), &[counts[i] as u64, value.to_bits()]);
+                rows.push(ngram, &[a as u64, value.to_bits()]);
             }
         }
     }
@@ -656,16 +673,39 @@ fn py_bytes<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyAny> {
     PyBytes::new(py, bytes_of(values)).into_any()
 }
 
-/// (offsets int64, text, [columns of 8-byte numbers], bucket starts uint64) of laid-out rows.
-fn laid_tuple<'py>(py: Python<'py>, laid: &Laid) -> PyResult<Bound<'py, PyTuple>> {
-    let columns = PyList::new(py, laid.columns.iter().map(|c| py_bytes(py, c)))?;
+/// A new bytes object of LEN bytes, and its bytes to fill in before anything else sees it.
+fn fresh_bytes<'py>(py: Python<'py>, len: usize) -> PyResult<(Bound<'py, PyAny>, &'py mut [u8])> {
+    // SAFETY: a NULL source makes an uninitialised bytes object of LEN bytes, which is ours to fill
+    // until it is handed out; its buffer lives as long as the object, which the caller holds.
+    unsafe {
+        let object = ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as ffi::Py_ssize_t);
+        let object = Bound::from_owned_ptr_or_err(py, object)?;
+        let data = ffi::PyBytes_AsString(object.as_ptr()) as *mut u8;
+        Ok((object, std::slice::from_raw_parts_mut(data, len)))
+    }
+}
+
+/// (offsets int64, text, [columns of 8-byte numbers], bucket starts uint64) of ROWS laid out by PLAN,
+/// written straight into the bytes objects handed to Python.
+fn laid_tuple<'py>(py: Python<'py>, rows: &Rows, plan: &Plan) -> PyResult<Bound<'py, PyTuple>> {
+    let n = plan.rows();
+    let (offsets, offset_bytes) = fresh_bytes(py, 8 * (n + 1))?;
+    let (data, data_bytes) = fresh_bytes(py, plan.bytes())?;
+    let mut columns = Vec::with_capacity(rows.columns.len());
+    let mut column_bytes = Vec::with_capacity(rows.columns.len());
+    for _ in &rows.columns {
+        let (column, bytes) = fresh_bytes(py, 8 * n)?;
+        columns.push(column);
+        column_bytes.push(bytes);
+    }
+    py.allow_threads(|| plan.fill(rows, offset_bytes, data_bytes, &mut column_bytes));
     PyTuple::new(
         py,
         [
-            py_bytes(py, &laid.offsets),
-            py_bytes(py, &laid.data),
-            columns.into_any(),
-            py_bytes(py, &laid.starts),
+            offsets,
+            data,
+            PyList::new(py, columns)?.into_any(),
+            py_bytes(py, &plan.starts),
         ],
     )
 }
@@ -709,13 +749,14 @@ fn mkn_lay_out<'py>(
     if words.iter().any(|w| w.len() != rows) {
         return Err(PyValueError::new_err("mkn_lay_out: columns of different lengths"));
     }
-    let laid = py.allow_threads(|| {
+    let (table, plan) = py.allow_threads(|| {
         let mut table = Rows::new(0, 0);
         table.strings = strings.iter().collect();
         table.columns = words.iter().map(|w| w.to_vec()).collect();
-        lay_out(&table, key, buckets)
+        let plan = lay_out(&table, key, buckets);
+        (table, plan)
     });
-    laid_tuple(py, &laid)
+    laid_tuple(py, &table, &plan)
 }
 
 /// mkn_suffixes(offsets, text, buckets) -> laid-out (suffix, extensions = 1) by the suffix's bucket
@@ -729,8 +770,12 @@ fn mkn_suffixes<'py>(
     let views = string_views(offsets, text)?;
     let offsets = views.0.words::<i64>()?;
     let strings = strings_of(&views, &offsets, offsets.len().saturating_sub(1), "mkn_suffixes")?;
-    let laid = py.allow_threads(|| lay_out(&suffixes(strings), Key::Whole, buckets));
-    laid_tuple(py, &laid)
+    let (rows, plan) = py.allow_threads(|| {
+        let rows = suffixes(strings);
+        let plan = lay_out(&rows, Key::Whole, buckets);
+        (rows, plan)
+    });
+    laid_tuple(py, &rows, &plan)
 }
 
 /// mkn_adjust(raw_offsets, raw_text, raw, ext_offsets, ext_text, extensions, reserved, order,
@@ -758,11 +803,12 @@ fn mkn_adjust<'py>(
     let raw_strings = strings_of(&raw_views, &raw_off, raw_counts.len(), "mkn_adjust")?;
     let ext_strings = strings_of(&ext_views, &ext_off, ext_counts.len(), "mkn_adjust")?;
     let reserved: Vec<&[u8]> = reserved.iter().map(|t| t.as_slice()).collect();
-    let laid = py.allow_threads(|| {
+    let (rows, plan) = py.allow_threads(|| {
         let rows = adjust(raw_strings, &raw_counts, ext_strings, &ext_counts, &reserved, order, model_order);
-        lay_out(&rows, if order == 1 { Key::Whole } else { Key::Context }, buckets)
+        let plan = lay_out(&rows, if order == 1 { Key::Whole } else { Key::Context }, buckets);
+        (rows, plan)
     });
-    laid_tuple(py, &laid)
+    laid_tuple(py, &rows, &plan)
 }
 
 /// mkn_contexts(offsets, text, a, lower_offsets, lower_text, lower_p, d1, d2, d3plus, buckets)
@@ -804,10 +850,10 @@ fn mkn_contexts<'py>(
         py,
         [
             overflow,
-            laid_tuple(py, &contexts)?.into_any(),
+            laid_tuple(py, &found.contexts, &contexts)?.into_any(),
             py_bytes(py, &found.lower_log10_probs),
             py_bytes(py, &found.lower_log10_backoffs),
-            laid_tuple(py, &weighted)?.into_any(),
+            laid_tuple(py, &found.weighted, &weighted)?.into_any(),
         ],
     )
 }
@@ -838,11 +884,12 @@ fn mkn_interpolate<'py>(
     let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
     let weighted = strings_of(&views, &off, counts.len(), "mkn_interpolate")?;
     let lower = strings_of(&lower_views, &lower_off, probs.len(), "mkn_interpolate")?;
-    let laid = py.allow_threads(|| {
+    let (rows, plan) = py.allow_threads(|| {
         let rows = interpolate(weighted, &counts, &u, &gamma, lower, &probs, as_log10);
-        lay_out(&rows, Key::Whole, buckets)
+        let plan = lay_out(&rows, Key::Whole, buckets);
+        (rows, plan)
     });
-    laid_tuple(py, &laid)
+    laid_tuple(py, &rows, &plan)
 }
 
 /// mkn_unigrams(offsets, text, a, (total, n1, n2, n3plus), d1, d2, d3plus, vocab_size, as_log10, buckets)
@@ -872,7 +919,7 @@ fn mkn_unigrams<'py>(
     let unigrams = strings_of(&views, &off, counts.len(), "mkn_unigrams")?;
     let (total, n1, n2, n3plus) = sums;
     let sums = Sums { total, n1, n2, n3plus, overflow: false };
-    let laid = py.allow_threads(|| {
+    let (rows, plan) = py.allow_threads(|| {
         let discounts = Discounts([d1, d2, d3plus]);
         let uniform = discounts.backoff_mass(&sums) / vocab_size as f64;
         let mut rows = Rows::new(2, counts.len());
@@ -881,9 +928,10 @@ fn mkn_unigrams<'py>(
             let value = if as_log10 { log10_prob(p) } else { p };
             rows.push(ngram, &[a as u64, value.to_bits()]);
         }
-        lay_out(&rows, Key::Whole, buckets)
+        let plan = lay_out(&rows, Key::Whole, buckets);
+        (rows, plan)
     });
-    laid_tuple(py, &laid)
+    laid_tuple(py, &rows, &plan)
 }
 
 /// mkn_bucket_of(key, buckets) -> the bucket of KEY (bytes) among BUCKETS
@@ -943,17 +991,24 @@ mod tests {
         for (i, s) in ["a x", "b y", "a z", "c"].iter().enumerate() {
             rows.push(s.as_bytes(), &[i as u64]);
         }
-        let laid = lay_out(&rows, Key::Context, 3);
-        assert_eq!(*laid.starts.last().unwrap(), 4);
+        let plan = lay_out(&rows, Key::Context, 3);
+        assert_eq!((plan.rows(), plan.bytes()), (4, 10));
+        let (mut offsets, mut data, mut ids) = (vec![0u8; 8 * 5], vec![0u8; 10], vec![0u8; 8 * 4]);
+        plan.fill(&rows, &mut offsets, &mut data, &mut [&mut ids[..]]);
+        let int = |b: &[u8], i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
+        let mut seen = vec![];
         for b in 0..3 {
-            let (lo, hi) = (laid.starts[b] as usize, laid.starts[b + 1] as usize);
-            let ids: Vec<u64> = laid.columns[0][lo..hi].to_vec();
-            assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            let (lo, hi) = (plan.starts[b] as usize, plan.starts[b + 1] as usize);
+            let bucket_ids: Vec<u64> = (lo..hi).map(|i| int(&ids, i)).collect();
+            assert!(bucket_ids.windows(2).all(|w| w[0] < w[1]));
             for i in lo..hi {
-                let s = &laid.data[laid.offsets[i] as usize..laid.offsets[i + 1] as usize];
+                let s = &data[int(&offsets, i) as usize..int(&offsets, i + 1) as usize];
                 assert_eq!(bucket_of(context(s), 3), b as u64);
+                seen.push((String::from_utf8(s.to_vec()).unwrap(), int(&ids, i)));
             }
         }
+        seen.sort();
+        assert_eq!(seen, vec![("a x".into(), 0), ("a z".into(), 2), ("b y".into(), 1), ("c".into(), 3)]);
     }
 
     #[test]
