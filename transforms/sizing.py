@@ -193,6 +193,13 @@ MKN_BUCKET_ROWS = 1 << 20
 MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
 
 
+def mkn_workers(largest_order_rows: int) -> int:
+    """Worker processes of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core once
+    the largest order fills more than one bucket (each pass then has a task per bucket to share out; a worker costs
+    ~2.5 s to start), else 1."""
+    return (os.cpu_count() or 1) if largest_order_rows > MKN_BUCKET_ROWS else 1
+
+
 def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
     """Buckets of every table of the stage: enough for each to hold MKN_BUCKET_ROWS rows of the largest
     order, or fewer if WORKERS tasks at once would not fit the budget MEMORY, and at least one per worker."""

@@ -98,58 +98,100 @@ const PART_KEYS: usize = 8 << 10;
 
 /// log2 of the parts for ROWS keys.
 fn part_bits(rows: usize) -> u32 {
-    (rows / PART_KEYS).max(1).next_power_of_two().trailing_zeros()
+    (rows / PART_KEYS)
+        .max(1)
+        .next_power_of_two()
+        .trailing_zeros()
 }
 
-/// A row of a part: its key, the key's hash, and what the join carries along.
-struct Item<'a, T> {
-    key: Hashed<'a>,
+/// A row of a part: where its key is in the part's bytes, the key's hash, and what the join carries
+/// along.
+struct Item<T> {
+    hash: u64,
+    at: u32,
+    len: u32,
     value: T,
 }
 
 /// Rows split into 2^bits parts by the top bits of their key's hash (a radix partition), each part's
-/// rows copied together, so that a join or group-by runs part by part over contiguous rows with a map
-/// that fits the cache: on whole buckets of ~1M keys, every map access was a cache miss, and so was
-/// every access to a row by its index. Within a part, rows keep their order.
-struct Split<'a, T> {
-    items: Vec<Item<'a, T>>,
+/// rows and key bytes copied together, so that a join or group-by runs part by part over contiguous
+/// rows and keys with a map that fits the cache: on whole buckets of ~1M keys, every map access, and
+/// every comparison of a key's bytes, was a cache miss. Within a part, rows keep their order.
+struct Split<T> {
+    items: Vec<Item<T>>,
+    keys: Vec<u8>,
     starts: Vec<usize>,
 }
 
-impl<'a, T> Split<'a, T> {
+impl<T> Split<T> {
     /// The parts of ROWS rows, row i being (key, value) = ROW(i).
-    fn new(rows: usize, bits: u32, row: impl Fn(usize) -> (&'a [u8], T)) -> Self {
-        let part = |h: u64| if bits == 0 { 0 } else { (h >> (64 - bits)) as usize };
+    fn new<'a>(rows: usize, bits: u32, row: impl Fn(usize) -> (&'a [u8], T)) -> Self {
+        let part = |h: u64| {
+            if bits == 0 {
+                0
+            } else {
+                (h >> (64 - bits)) as usize
+            }
+        };
         let hashes: Vec<u64> = (0..rows).map(|i| hash(row(i).0)).collect();
-        let mut starts = vec![0usize; (1 << bits) + 1];
-        for &h in &hashes {
+        let parts = 1usize << bits;
+        let (mut starts, mut byte_starts) = (vec![0usize; parts + 1], vec![0usize; parts + 1]);
+        for (i, &h) in hashes.iter().enumerate() {
             starts[part(h) + 1] += 1;
+            byte_starts[part(h) + 1] += row(i).0.len();
         }
-        for p in 0..1 << bits {
+        for p in 0..parts {
             starts[p + 1] += starts[p];
+            byte_starts[p + 1] += byte_starts[p];
         }
-        let mut next = starts.clone();
-        let mut items: Vec<Item<'a, T>> = Vec::with_capacity(rows);
+        assert!(
+            byte_starts[parts] <= u32::MAX as usize,
+            "a bucket's keys past 4 GiB"
+        );
+        let (mut next, mut next_byte) = (starts.clone(), byte_starts.clone());
+        let mut items: Vec<Item<T>> = Vec::with_capacity(rows);
+        let mut keys = vec![0u8; byte_starts[parts]];
         let spare = items.spare_capacity_mut();
         for (i, &h) in hashes.iter().enumerate() {
             let (bytes, value) = row(i);
-            spare[next[part(h)]].write(Item {
-                key: Hashed { hash: h, bytes },
+            let (p, at) = (part(h), next_byte[part(h)]);
+            keys[at..at + bytes.len()].copy_from_slice(bytes);
+            spare[next[p]].write(Item {
+                hash: h,
+                at: at as u32,
+                len: bytes.len() as u32,
                 value,
             });
-            next[part(h)] += 1;
+            next[p] += 1;
+            next_byte[p] += bytes.len();
         }
         // SAFETY: every one of the ROWS slots was written once above (the parts' slots tile 0..rows).
         unsafe { items.set_len(rows) };
-        Split { items, starts }
+        Split {
+            items,
+            keys,
+            starts,
+        }
     }
 
     fn parts(&self) -> usize {
         self.starts.len() - 1
     }
 
-    fn part(&self, p: usize) -> &[Item<'a, T>] {
-        &self.items[self.starts[p]..self.starts[p + 1]]
+    /// Part P's rows, each with its key.
+    fn part(&self, p: usize) -> impl Iterator<Item = (Hashed<'_>, &T)> + '_ {
+        self.items[self.starts[p]..self.starts[p + 1]]
+            .iter()
+            .map(move |item| {
+                let bytes = &self.keys[item.at as usize..(item.at + item.len) as usize];
+                (
+                    Hashed {
+                        hash: item.hash,
+                        bytes,
+                    },
+                    &item.value,
+                )
+            })
     }
 }
 
@@ -364,12 +406,21 @@ impl Plan {
     /// ROWS written into OFFSETS (rows + 1 int64), DATA (the strings' bytes) and COLUMNS (rows
     /// 8-byte numbers each, little-endian as Arrow's): the rows are read in order and each bucket's
     /// rows written in order, so every stream is sequential.
-    pub fn fill(&self, rows: &Rows, offsets: &mut [u8], data: &mut [u8], columns: &mut [&mut [u8]]) {
+    pub fn fill(
+        &self,
+        rows: &Rows,
+        offsets: &mut [u8],
+        data: &mut [u8],
+        columns: &mut [&mut [u8]],
+    ) {
         let mut next_row = self.starts.clone();
         let mut next_byte = self.byte_starts.clone();
         offsets[..8].copy_from_slice(&0i64.to_le_bytes());
         for (i, (&b, s)) in self.bucket.iter().zip(&rows.strings).enumerate() {
-            let (row, at) = (next_row[b as usize] as usize, next_byte[b as usize] as usize);
+            let (row, at) = (
+                next_row[b as usize] as usize,
+                next_byte[b as usize] as usize,
+            );
             data[at..at + s.len()].copy_from_slice(s);
             let end = (at + s.len()) as i64;
             offsets[8 * (row + 1)..8 * (row + 2)].copy_from_slice(&end.to_le_bytes());
@@ -404,8 +455,16 @@ impl<'a> Strings<'a> {
 
     fn check(&self, rows: usize, what: &str) -> PyResult<()> {
         let sorted = self.offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1]);
-        if self.len() != rows || !sorted || self.offsets.last().is_some_and(|&end| end as usize > self.data.len()) {
-            return Err(PyValueError::new_err(format!("{what}: offsets outside the text or of another length")));
+        if self.len() != rows
+            || !sorted
+            || self
+                .offsets
+                .last()
+                .is_some_and(|&end| end as usize > self.data.len())
+        {
+            return Err(PyValueError::new_err(format!(
+                "{what}: offsets outside the text or of another length"
+            )));
         }
         Ok(())
     }
@@ -436,34 +495,49 @@ pub fn adjust<'a>(
 ) -> Rows<'a> {
     let bits = part_bits(raw.len() + reserved.len());
     // The reserved n-grams after the raw rows, with no raw count.
-    let listed = Split::new(raw.len() + reserved.len(), bits, |i| match raw_counts.get(i) {
-        Some(&count) => (raw.get(i), Some(count)),
-        None => (reserved[i - raw.len()], None),
+    let listed = Split::new(raw.len() + reserved.len(), bits, |i| {
+        let (ngram, count) = match raw_counts.get(i) {
+            Some(&count) => (raw.get(i), Some(count)),
+            None => (reserved[i - raw.len()], None),
+        };
+        (ngram, (ngram, count))
     });
-    let extending = Split::new(extended.len(), bits, |i| (extended.get(i), extensions[i]));
+    let extending = Split::new(extended.len(), bits, |i| {
+        let ngram = extended.get(i);
+        (ngram, (ngram, extensions[i]))
+    });
     let mut rows = Rows::new(2, raw.len() + reserved.len());
+    /// An n-gram's raw count (None: not in the input) and extensions so far.
+    type Found<'a> = Vec<(&'a [u8], Option<i64>, i64)>;
+    fn add<'a, 's>(
+        index: &mut Map<'s, u32>,
+        found: &mut Found<'a>,
+        key: Hashed<'s>,
+        ngram: &'a [u8],
+        count: Option<i64>,
+        more: i64,
+    ) {
+        let next = found.len() as u32;
+        let i = *index.entry(key).or_insert(next) as usize;
+        if i == found.len() {
+            found.push((ngram, None, 0));
+        }
+        let row = &mut found[i];
+        if let Some(count) = count {
+            row.1 = Some(row.1.unwrap_or(0) + count);
+        }
+        row.2 += more;
+    }
+    let mut found: Found = Vec::with_capacity(2 * PART_KEYS);
     let mut index: Map<u32> = map_with(2 * PART_KEYS);
-    let mut found: Vec<(&[u8], Option<i64>, i64)> = Vec::with_capacity(2 * PART_KEYS);
     for p in 0..listed.parts() {
         index.clear();
         found.clear();
-        let mut add = |key: Hashed<'a>, count: Option<i64>, more: i64| {
-            let next = found.len() as u32;
-            let i = *index.entry(key).or_insert(next) as usize;
-            if i == found.len() {
-                found.push((key.bytes, None, 0));
-            }
-            let row = &mut found[i];
-            if let Some(count) = count {
-                row.1 = Some(row.1.unwrap_or(0) + count);
-            }
-            row.2 += more;
-        };
-        for item in listed.part(p) {
-            add(item.key, item.value, 0);
+        for (key, &(ngram, count)) in listed.part(p) {
+            add(&mut index, &mut found, key, ngram, count, 0);
         }
-        for item in extending.part(p) {
-            add(item.key, None, item.value);
+        for (key, &(ngram, more)) in extending.part(p) {
+            add(&mut index, &mut found, key, ngram, None, more);
         }
         for &(ngram, raw, extensions) in &found {
             let listed = if raw.is_none() { RESERVED } else { INPUT };
@@ -514,39 +588,38 @@ pub fn context_bucket<'a>(
     let mut contexts = Rows::new(4, successors.len() / 2);
     let mut weighted = Rows::new(3, successors.len());
     let mut overflow = None;
-    let mut index: Map<u32> = map_with(2 * PART_KEYS);
     let mut sums: Vec<Sums> = Vec::with_capacity(2 * PART_KEYS);
     // gamma of each context that is an order-(n-1) row: only those are in the model.
     let mut gamma: Vec<Option<f64>> = Vec::with_capacity(2 * PART_KEYS);
     let mut of: Vec<u32> = Vec::new();
+    let mut index: Map<u32> = map_with(2 * PART_KEYS);
     for p in 0..heads.parts() {
         index.clear();
         sums.clear();
         gamma.clear();
         of.clear();
-        for item in heads.part(p) {
+        for (key, &(ngram, a)) in heads.part(p) {
             let next = sums.len() as u32;
-            let id = *index.entry(item.key).or_insert(next);
+            let id = *index.entry(key).or_insert(next);
             if id == next {
-                contexts.strings.push(item.key.bytes);
+                contexts.strings.push(&ngram[..key.bytes.len()]); // its context
                 sums.push(Sums::default());
                 gamma.push(None);
             }
-            sums[id as usize].add(item.value.1);
+            sums[id as usize].add(a);
             of.push(id);
         }
-        for item in lows.part(p) {
-            if let Some(&id) = index.get(&item.key) {
+        for (key, &row) in lows.part(p) {
+            if let Some(&id) = index.get(&key) {
                 let mass = discounts.backoff_mass(&sums[id as usize]);
                 gamma[id as usize] = Some(mass);
-                if can_back_off(item.key.bytes) {
-                    lower_log10_backoffs[item.value] = log10_or_zero(mass);
+                if can_back_off(key.bytes) {
+                    lower_log10_backoffs[row] = log10_or_zero(mass);
                 }
             }
         }
-        for (item, &id) in heads.part(p).iter().zip(&of) {
+        for ((_, &(ngram, a)), &id) in heads.part(p).zip(&of) {
             if let Some(g) = gamma[id as usize] {
-                let (ngram, a) = item.value;
                 let u = discounts.discounted(a, sums[id as usize].total);
                 weighted.push(ngram, &[a as u64, u.to_bits(), g.to_bits()]);
             }
@@ -555,7 +628,11 @@ pub fn context_bucket<'a>(
             if s.overflow && overflow.is_none() {
                 overflow = Some(contexts.strings[contexts.columns[0].len()]);
             }
-            for (column, value) in contexts.columns.iter_mut().zip([s.total, s.n1, s.n2, s.n3plus]) {
+            for (column, value) in contexts
+                .columns
+                .iter_mut()
+                .zip([s.total, s.n1, s.n2, s.n3plus])
+            {
                 column.push(value as u64);
             }
         }
@@ -587,16 +664,15 @@ pub fn interpolate<'a>(
         let ngram = weighted.get(i);
         (suffix(ngram), (ngram, counts[i], u[i], gamma[i]))
     });
-    let mut index: Map<f64> = map_with(2 * PART_KEYS);
     let mut rows = Rows::new(2, weighted.len());
+    let mut index: Map<f64> = map_with(2 * PART_KEYS);
     for p in 0..lows.parts() {
         index.clear();
-        for item in lows.part(p) {
-            index.insert(item.key, item.value);
+        for (key, &lower_p) in lows.part(p) {
+            index.insert(key, lower_p);
         }
-        for item in tails.part(p) {
-            if let Some(&lower_p) = index.get(&item.key) {
-                let (ngram, a, u, gamma) = item.value;
+        for (key, &(ngram, a, u, gamma)) in tails.part(p) {
+            if let Some(&lower_p) = index.get(&key) {
                 let p = u + gamma * lower_p;
                 let value = if as_log10 { log10_prob(p) } else { p };
                 rows.push(ngram, &[a as u64, value.to_bits()]);
@@ -639,7 +715,9 @@ impl View {
     fn words<T: Copy + Default>(&self) -> PyResult<std::borrow::Cow<'_, [T]>> {
         let bytes = self.bytes();
         if bytes.len() % 8 != 0 {
-            return Err(PyValueError::new_err("a number column's bytes are not a multiple of 8"));
+            return Err(PyValueError::new_err(
+                "a number column's bytes are not a multiple of 8",
+            ));
         }
         // SAFETY: T is an 8-byte plain number type here (i64, f64), valid for any bits.
         let (before, middle, after) = unsafe { bytes.align_to::<T>() };
@@ -649,7 +727,11 @@ impl View {
         let mut copied = vec![T::default(); bytes.len() / 8];
         // SAFETY: COPIED has exactly bytes.len() bytes of plain numbers.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), copied.as_mut_ptr().cast::<u8>(), bytes.len())
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                copied.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            )
         };
         Ok(std::borrow::Cow::Owned(copied))
     }
@@ -717,7 +799,12 @@ fn string_views(offsets: &Bound<'_, PyAny>, text: &Bound<'_, PyAny>) -> PyResult
     Ok((View::of(offsets)?, View::of(text)?))
 }
 
-fn strings_of<'a>(views: &'a StringViews, offsets: &'a [i64], rows: usize, what: &str) -> PyResult<Strings<'a>> {
+fn strings_of<'a>(
+    views: &'a StringViews,
+    offsets: &'a [i64],
+    rows: usize,
+    what: &str,
+) -> PyResult<Strings<'a>> {
     let strings = Strings {
         offsets,
         data: views.1.bytes(),
@@ -745,9 +832,14 @@ fn mkn_lay_out<'py>(
     let offsets = views.0.words::<i64>()?;
     let rows = offsets.len().saturating_sub(1);
     let strings = strings_of(&views, &offsets, rows, "mkn_lay_out")?;
-    let words = column_views.iter().map(|v| v.words::<u64>()).collect::<PyResult<Vec<_>>>()?;
+    let words = column_views
+        .iter()
+        .map(|v| v.words::<u64>())
+        .collect::<PyResult<Vec<_>>>()?;
     if words.iter().any(|w| w.len() != rows) {
-        return Err(PyValueError::new_err("mkn_lay_out: columns of different lengths"));
+        return Err(PyValueError::new_err(
+            "mkn_lay_out: columns of different lengths",
+        ));
     }
     let (table, plan) = py.allow_threads(|| {
         let mut table = Rows::new(0, 0);
@@ -769,7 +861,12 @@ fn mkn_suffixes<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let views = string_views(offsets, text)?;
     let offsets = views.0.words::<i64>()?;
-    let strings = strings_of(&views, &offsets, offsets.len().saturating_sub(1), "mkn_suffixes")?;
+    let strings = strings_of(
+        &views,
+        &offsets,
+        offsets.len().saturating_sub(1),
+        "mkn_suffixes",
+    )?;
     let (rows, plan) = py.allow_threads(|| {
         let rows = suffixes(strings);
         let plan = lay_out(&rows, Key::Whole, buckets);
@@ -796,7 +893,10 @@ fn mkn_adjust<'py>(
     model_order: u32,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (raw_views, ext_views) = (string_views(raw_offsets, raw_text)?, string_views(ext_offsets, ext_text)?);
+    let (raw_views, ext_views) = (
+        string_views(raw_offsets, raw_text)?,
+        string_views(ext_offsets, ext_text)?,
+    );
     let (raw, extensions) = (View::of(raw)?, View::of(extensions)?);
     let (raw_counts, ext_counts) = (raw.words::<i64>()?, extensions.words::<i64>()?);
     let (raw_off, ext_off) = (raw_views.0.words::<i64>()?, ext_views.0.words::<i64>()?);
@@ -804,8 +904,20 @@ fn mkn_adjust<'py>(
     let ext_strings = strings_of(&ext_views, &ext_off, ext_counts.len(), "mkn_adjust")?;
     let reserved: Vec<&[u8]> = reserved.iter().map(|t| t.as_slice()).collect();
     let (rows, plan) = py.allow_threads(|| {
-        let rows = adjust(raw_strings, &raw_counts, ext_strings, &ext_counts, &reserved, order, model_order);
-        let plan = lay_out(&rows, if order == 1 { Key::Whole } else { Key::Context }, buckets);
+        let rows = adjust(
+            raw_strings,
+            &raw_counts,
+            ext_strings,
+            &ext_counts,
+            &reserved,
+            order,
+            model_order,
+        );
+        let plan = lay_out(
+            &rows,
+            if order == 1 { Key::Whole } else { Key::Context },
+            buckets,
+        );
         (rows, plan)
     });
     laid_tuple(py, &rows, &plan)
@@ -830,14 +942,23 @@ fn mkn_contexts<'py>(
     d3plus: f64,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (views, lower_views) = (string_views(offsets, text)?, string_views(lower_offsets, lower_text)?);
+    let (views, lower_views) = (
+        string_views(offsets, text)?,
+        string_views(lower_offsets, lower_text)?,
+    );
     let (a, lower_p) = (View::of(a)?, View::of(lower_p)?);
     let (counts, probs) = (a.words::<i64>()?, lower_p.words::<f64>()?);
     let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
     let successors = strings_of(&views, &off, counts.len(), "mkn_contexts")?;
     let lower = strings_of(&lower_views, &lower_off, probs.len(), "mkn_contexts")?;
     let (found, contexts, weighted) = py.allow_threads(|| {
-        let found = context_bucket(successors, &counts, lower, &probs, Discounts([d1, d2, d3plus]));
+        let found = context_bucket(
+            successors,
+            &counts,
+            lower,
+            &probs,
+            Discounts([d1, d2, d3plus]),
+        );
         let contexts = lay_out(&found.contexts, Key::Whole, 0);
         let weighted = lay_out(&found.weighted, Key::Suffix, buckets);
         (found, contexts, weighted)
@@ -875,11 +996,26 @@ fn mkn_interpolate<'py>(
     as_log10: bool,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (views, lower_views) = (string_views(offsets, text)?, string_views(lower_offsets, lower_text)?);
-    let (a, u, gamma, lower_p) = (View::of(a)?, View::of(u)?, View::of(gamma)?, View::of(lower_p)?);
-    let (counts, u, gamma, probs) = (a.words::<i64>()?, u.words::<f64>()?, gamma.words::<f64>()?, lower_p.words::<f64>()?);
+    let (views, lower_views) = (
+        string_views(offsets, text)?,
+        string_views(lower_offsets, lower_text)?,
+    );
+    let (a, u, gamma, lower_p) = (
+        View::of(a)?,
+        View::of(u)?,
+        View::of(gamma)?,
+        View::of(lower_p)?,
+    );
+    let (counts, u, gamma, probs) = (
+        a.words::<i64>()?,
+        u.words::<f64>()?,
+        gamma.words::<f64>()?,
+        lower_p.words::<f64>()?,
+    );
     if u.len() != counts.len() || gamma.len() != counts.len() {
-        return Err(PyValueError::new_err("mkn_interpolate: columns of different lengths"));
+        return Err(PyValueError::new_err(
+            "mkn_interpolate: columns of different lengths",
+        ));
     }
     let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
     let weighted = strings_of(&views, &off, counts.len(), "mkn_interpolate")?;
@@ -918,13 +1054,23 @@ fn mkn_unigrams<'py>(
     let off = views.0.words::<i64>()?;
     let unigrams = strings_of(&views, &off, counts.len(), "mkn_unigrams")?;
     let (total, n1, n2, n3plus) = sums;
-    let sums = Sums { total, n1, n2, n3plus, overflow: false };
+    let sums = Sums {
+        total,
+        n1,
+        n2,
+        n3plus,
+        overflow: false,
+    };
     let (rows, plan) = py.allow_threads(|| {
         let discounts = Discounts([d1, d2, d3plus]);
         let uniform = discounts.backoff_mass(&sums) / vocab_size as f64;
         let mut rows = Rows::new(2, counts.len());
         for (ngram, &a) in unigrams.iter().zip(counts.iter()) {
-            let p = if ngram == START { 1.0 } else { discounts.discounted(a, sums.total) + uniform };
+            let p = if ngram == START {
+                1.0
+            } else {
+                discounts.discounted(a, sums.total) + uniform
+            };
             let value = if as_log10 { log10_prob(p) } else { p };
             rows.push(ngram, &[a as u64, value.to_bits()]);
         }
@@ -958,7 +1104,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 mod tests {
     use super::*;
 
-    fn strings<'a>(offsets: &'a mut Vec<i64>, data: &'a mut Vec<u8>, values: &[&str]) -> Strings<'a> {
+    fn strings<'a>(
+        offsets: &'a mut Vec<i64>,
+        data: &'a mut Vec<u8>,
+        values: &[&str],
+    ) -> Strings<'a> {
         offsets.push(0);
         for v in values {
             data.extend_from_slice(v.as_bytes());
@@ -969,10 +1119,22 @@ mod tests {
 
     #[test]
     fn keys_of_an_ngram() {
-        assert_eq!((context(b"a b c"), suffix(b"a b c")), (&b"a b"[..], &b"b c"[..]));
+        assert_eq!(
+            (context(b"a b c"), suffix(b"a b c")),
+            (&b"a b"[..], &b"b c"[..])
+        );
         assert_eq!((context(b"a"), suffix(b"a")), (&b""[..], &b""[..]));
-        assert!(starts_sentence(b"_START_ a") && starts_sentence(b"_START_") && !starts_sentence(b"_START_x a"));
-        assert!(!can_back_off(b"a _END_") && !can_back_off(b"<unk>") && can_back_off(b"a_END_") && can_back_off(b"_START_"));
+        assert!(
+            starts_sentence(b"_START_ a")
+                && starts_sentence(b"_START_")
+                && !starts_sentence(b"_START_x a")
+        );
+        assert!(
+            !can_back_off(b"a _END_")
+                && !can_back_off(b"<unk>")
+                && can_back_off(b"a_END_")
+                && can_back_off(b"_START_")
+        );
     }
 
     #[test]
@@ -1008,7 +1170,15 @@ mod tests {
             }
         }
         seen.sort();
-        assert_eq!(seen, vec![("a x".into(), 0), ("a z".into(), 2), ("b y".into(), 1), ("c".into(), 3)]);
+        assert_eq!(
+            seen,
+            vec![
+                ("a x".into(), 0),
+                ("a z".into(), 2),
+                ("b y".into(), 1),
+                ("c".into(), 3)
+            ]
+        );
     }
 
     #[test]
@@ -1016,13 +1186,30 @@ mod tests {
         let (mut o, mut d, mut lo, mut ld) = (vec![], vec![], vec![], vec![]);
         let successors = strings(&mut o, &mut d, &["h a", "h b", "h c", "h d", "h e", "g a"]);
         let lower = strings(&mut lo, &mut ld, &["h", "x"]);
-        let found = context_bucket(successors, &[1, 1, 2, 5, 0, 3], lower, &[0.5, 1.0000001], Discounts([0.5, 1.0, 1.5]));
+        let found = context_bucket(
+            successors,
+            &[1, 1, 2, 5, 0, 3],
+            lower,
+            &[0.5, 1.0000001],
+            Discounts([0.5, 1.0, 1.5]),
+        );
         assert_eq!(found.contexts.strings, vec![&b"h"[..], &b"g"[..]]);
-        assert_eq!(found.contexts.columns.iter().map(|c| c[0]).collect::<Vec<_>>(), vec![9, 2, 1, 1]);
+        assert_eq!(
+            found
+                .contexts
+                .columns
+                .iter()
+                .map(|c| c[0])
+                .collect::<Vec<_>>(),
+            vec![9, 2, 1, 1]
+        );
         let gamma = (0.5 * 2.0 + 1.0 + 1.5) / 9.0;
         assert_eq!(found.lower_log10_backoffs, vec![f64::log10(gamma), 0.0]);
         assert_eq!(found.lower_log10_probs, vec![f64::log10(0.5), 0.0]);
         assert_eq!(found.weighted.strings.len(), 5); // "g a" has no context in the lower order: an orphan
-        assert_eq!(f64::from_bits(found.weighted.columns[1][2]), (2.0 - 1.0) / 9.0);
+        assert_eq!(
+            f64::from_bits(found.weighted.columns[1][2]),
+            (2.0 - 1.0) / 9.0
+        );
     }
 }
