@@ -120,6 +120,7 @@ struct Item<T> {
 struct Split<T> {
     items: Vec<Item<T>>,
     keys: Vec<u8>,
+    rows: Vec<u32>,
     starts: Vec<usize>,
 }
 
@@ -151,6 +152,7 @@ impl<T> Split<T> {
         let (mut next, mut next_byte) = (starts.clone(), byte_starts.clone());
         let mut items: Vec<Item<T>> = Vec::with_capacity(rows);
         let mut keys = vec![0u8; byte_starts[parts]];
+        let mut numbers = vec![0u32; rows];
         let spare = items.spare_capacity_mut();
         for (i, &h) in hashes.iter().enumerate() {
             let (bytes, value) = row(i);
@@ -162,6 +164,7 @@ impl<T> Split<T> {
                 len: bytes.len() as u32,
                 value,
             });
+            numbers[next[p]] = i as u32;
             next[p] += 1;
             next_byte[p] += bytes.len();
         }
@@ -170,12 +173,18 @@ impl<T> Split<T> {
         Split {
             items,
             keys,
+            rows: numbers,
             starts,
         }
     }
 
     fn parts(&self) -> usize {
         self.starts.len() - 1
+    }
+
+    /// The row numbers of part P's rows.
+    fn rows(&self, p: usize) -> &[u32] {
+        &self.rows[self.starts[p]..self.starts[p + 1]]
     }
 
     /// Part P's rows, each with its key.
@@ -493,69 +502,85 @@ pub fn adjust<'a>(
     order: u32,
     model_order: u32,
 ) -> Rows<'a> {
-    let bits = part_bits(raw.len() + reserved.len());
-    // The reserved n-grams after the raw rows, with no raw count.
-    let listed = Split::new(raw.len() + reserved.len(), bits, |i| {
-        let (ngram, count) = match raw_counts.get(i) {
-            Some(&count) => (raw.get(i), Some(count)),
-            None => (reserved[i - raw.len()], None),
-        };
-        (ngram, (ngram, count))
-    });
+    // The listed n-grams: the input's, then the reserved ones, with no raw count.
+    let listed = raw.len() + reserved.len();
+    let ngram_of = |i: usize| {
+        if i < raw.len() {
+            raw.get(i)
+        } else {
+            reserved[i - raw.len()]
+        }
+    };
+    let bits = part_bits(listed);
+    let listing = Split::new(listed, bits, |i| (ngram_of(i), i as u32));
     let extending = Split::new(extended.len(), bits, |i| {
         let ngram = extended.get(i);
         (ngram, (ngram, extensions[i]))
     });
-    let mut rows = Rows::new(2, raw.len() + reserved.len());
-    /// An n-gram's raw count (None: not in the input) and extensions so far.
-    type Found<'a> = Vec<(&'a [u8], Option<i64>, i64)>;
-    fn add<'a, 's>(
-        index: &mut Map<'s, u32>,
-        found: &mut Found<'a>,
-        key: Hashed<'s>,
-        ngram: &'a [u8],
-        count: Option<i64>,
-        more: i64,
-    ) {
-        let next = found.len() as u32;
-        let i = *index.entry(key).or_insert(next) as usize;
-        if i == found.len() {
-            found.push((ngram, None, 0));
-        }
-        let row = &mut found[i];
-        if let Some(count) = count {
-            row.1 = Some(row.1.unwrap_or(0) + count);
-        }
-        row.2 += more;
-    }
-    let mut found: Found = Vec::with_capacity(2 * PART_KEYS);
+    // Found by listed row (written in the order of the parts, read back in the rows' order: no
+    // n-gram's bytes are read out of order), then the n-grams only the extensions have.
+    let mut counts: Vec<Option<i64>> = (0..listed).map(|i| raw_counts.get(i).copied()).collect();
+    let mut extensions_of = vec![0i64; listed];
+    let mut listed_again = vec![false; listed]; // a reserved n-gram the input has
+    let mut implied: Vec<(&[u8], i64)> = Vec::new();
     let mut index: Map<u32> = map_with(2 * PART_KEYS);
-    for p in 0..listed.parts() {
+    for p in 0..listing.parts() {
         index.clear();
-        found.clear();
-        for (key, &(ngram, count)) in listed.part(p) {
-            add(&mut index, &mut found, key, ngram, count, 0);
+        for (key, &row) in listing.part(p) {
+            let first = *index.entry(key).or_insert(row) as usize;
+            if first != row as usize {
+                if let Some(count) = counts[row as usize] {
+                    counts[first] = Some(counts[first].unwrap_or(0) + count);
+                }
+                listed_again[row as usize] = true;
+            }
         }
         for (key, &(ngram, more)) in extending.part(p) {
-            add(&mut index, &mut found, key, ngram, None, more);
-        }
-        for &(ngram, raw, extensions) in &found {
-            let listed = if raw.is_none() { RESERVED } else { INPUT };
-            let (a, origin) = if order == 1 && (ngram == START || ngram == UNK) {
-                (0, listed) // <s> is never predicted, <unk> never seen: count 0, as in KenLM
-            } else if order == model_order || starts_sentence(ngram) {
-                (raw.unwrap_or(0), listed) // nothing left of them to count: the raw count
-            } else if raw.is_none() {
-                (extensions, if extensions > 0 { SUFFIX } else { RESERVED })
-            } else if extensions == 0 {
-                (1, FLOOR) // every left extension pruned away: at least one existed
+            let next = (listed + implied.len()) as u32;
+            let id = *index.entry(key).or_insert(next) as usize;
+            if id < listed {
+                extensions_of[id] += more;
+            } else if id == next as usize {
+                implied.push((ngram, more));
             } else {
-                (extensions, INPUT)
-            };
-            rows.push(ngram, &[a as u64, origin]);
+                implied[id - listed].1 += more;
+            }
         }
     }
+    let mut rows = Rows::new(2, listed + implied.len());
+    for i in (0..listed).filter(|&i| !listed_again[i]) {
+        let ngram = ngram_of(i);
+        let (a, origin) = adjusted(ngram, counts[i], extensions_of[i], order, model_order);
+        rows.push(ngram, &[a as u64, origin]);
+    }
+    for (ngram, extensions) in implied {
+        let (a, origin) = adjusted(ngram, None, extensions, order, model_order);
+        rows.push(ngram, &[a as u64, origin]);
+    }
     rows
+}
+
+/// An n-gram's adjusted count and its origin, from its raw count (None: not in the input) and its
+/// distinct left extensions.
+fn adjusted(
+    ngram: &[u8],
+    raw: Option<i64>,
+    extensions: i64,
+    order: u32,
+    model_order: u32,
+) -> (i64, u64) {
+    let listed = if raw.is_none() { RESERVED } else { INPUT };
+    if order == 1 && (ngram == START || ngram == UNK) {
+        (0, listed) // <s> is never predicted, <unk> never seen: count 0, as in KenLM
+    } else if order == model_order || starts_sentence(ngram) {
+        (raw.unwrap_or(0), listed) // nothing left of them to count: the raw count
+    } else if raw.is_none() {
+        (extensions, if extensions > 0 { SUFFIX } else { RESERVED })
+    } else if extensions == 0 {
+        (1, FLOOR) // every left extension pruned away: at least one existed
+    } else {
+        (extensions, INPUT)
+    }
 }
 
 /// One context bucket of order n (context.py): the sums of each context of the successors, the
@@ -586,13 +611,17 @@ pub fn context_bucket<'a>(
     let lower_log10_probs: Vec<f64> = lower_probs.iter().map(|&p| log10_prob(p)).collect();
     let mut lower_log10_backoffs = vec![0.0; lower.len()];
     let mut contexts = Rows::new(4, successors.len() / 2);
-    let mut weighted = Rows::new(3, successors.len());
+    // u and gamma by successor (written in the order of the parts, read back in the rows' order: no
+    // n-gram's bytes are read out of order); NaN where the context is not in the model.
+    let mut u_of = vec![f64::NAN; successors.len()];
+    let mut gamma_of = vec![f64::NAN; successors.len()];
     let mut overflow = None;
     let mut sums: Vec<Sums> = Vec::with_capacity(2 * PART_KEYS);
     // gamma of each context that is an order-(n-1) row: only those are in the model.
     let mut gamma: Vec<Option<f64>> = Vec::with_capacity(2 * PART_KEYS);
     let mut of: Vec<u32> = Vec::new();
     let mut index: Map<u32> = map_with(2 * PART_KEYS);
+    let mut start = 0;
     for p in 0..heads.parts() {
         index.clear();
         sums.clear();
@@ -618,16 +647,18 @@ pub fn context_bucket<'a>(
                 }
             }
         }
-        for ((_, &(ngram, a)), &id) in heads.part(p).zip(&of) {
+        for (&row, &id) in heads.rows(p).iter().zip(&of) {
             if let Some(g) = gamma[id as usize] {
-                let u = discounts.discounted(a, sums[id as usize].total);
-                weighted.push(ngram, &[a as u64, u.to_bits(), g.to_bits()]);
+                u_of[row as usize] =
+                    discounts.discounted(counts[row as usize], sums[id as usize].total);
+                gamma_of[row as usize] = g;
             }
         }
         for s in &sums {
             if s.overflow && overflow.is_none() {
-                overflow = Some(contexts.strings[contexts.columns[0].len()]);
+                overflow = Some(contexts.strings[start]);
             }
+            start += 1;
             for (column, value) in contexts
                 .columns
                 .iter_mut()
@@ -635,6 +666,15 @@ pub fn context_bucket<'a>(
             {
                 column.push(value as u64);
             }
+        }
+    }
+    let mut weighted = Rows::new(3, successors.len());
+    for (i, ngram) in successors.iter().enumerate() {
+        if !gamma_of[i].is_nan() {
+            weighted.push(
+                ngram,
+                &[counts[i] as u64, u_of[i].to_bits(), gamma_of[i].to_bits()],
+            );
         }
     }
     ContextBucket {
@@ -660,23 +700,28 @@ pub fn interpolate<'a>(
 ) -> Rows<'a> {
     let bits = part_bits(lower.len());
     let lows = Split::new(lower.len(), bits, |i| (lower.get(i), lower_probs[i]));
-    let tails = Split::new(weighted.len(), bits, |i| {
-        let ngram = weighted.get(i);
-        (suffix(ngram), (ngram, counts[i], u[i], gamma[i]))
-    });
-    let mut rows = Rows::new(2, weighted.len());
+    let tails = Split::new(weighted.len(), bits, |i| (suffix(weighted.get(i)), ()));
+    // p(w | h') by weighted row (written in the order of the parts, read back in the rows' order);
+    // NaN where the suffix is not in the model.
+    let mut lower_p_of = vec![f64::NAN; weighted.len()];
     let mut index: Map<f64> = map_with(2 * PART_KEYS);
     for p in 0..lows.parts() {
         index.clear();
         for (key, &lower_p) in lows.part(p) {
             index.insert(key, lower_p);
         }
-        for (key, &(ngram, a, u, gamma)) in tails.part(p) {
+        for ((key, _), &row) in tails.part(p).zip(tails.rows(p)) {
             if let Some(&lower_p) = index.get(&key) {
-                let p = u + gamma * lower_p;
-                let value = if as_log10 { log10_prob(p) } else { p };
-                rows.push(ngram, &[a as u64, value.to_bits()]);
+                lower_p_of[row as usize] = lower_p;
             }
+        }
+    }
+    let mut rows = Rows::new(2, weighted.len());
+    for (i, ngram) in weighted.iter().enumerate() {
+        if !lower_p_of[i].is_nan() {
+            let p = u[i] + gamma[i] * lower_p_of[i];
+            let value = if as_log10 { log10_prob(p) } else { p };
+            rows.push(ngram, &[counts[i] as u64, value.to_bits()]);
         }
     }
     rows
