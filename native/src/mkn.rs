@@ -759,7 +759,7 @@ impl View {
     /// The bytes as 8-byte numbers (Arrow's buffers are 64-byte aligned; anything else is copied).
     fn words<T: Copy + Default>(&self) -> PyResult<std::borrow::Cow<'_, [T]>> {
         let bytes = self.bytes();
-        if bytes.len() % 8 != 0 {
+        if !bytes.len().is_multiple_of(8) {
             return Err(PyValueError::new_err(
                 "a number column's bytes are not a multiple of 8",
             ));
