@@ -45,7 +45,7 @@ def _mark(out: DatasetDir, text: str) -> None:
 def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int | None = None,
             beam_args: list[str] | None = None) -> dict:
     """Estimate the model from the dataset's n-grams; returns the updated manifest. WORKERS None: one per core
-    for a model of more than one bucket's n-grams (sizing.mkn_workers), else 1."""
+    for a model of more than one bucket's n-grams and a budget of 1 GiB per worker (sizing.mkn_workers), else 1."""
     # The options first: a mistake in them is reported before the dataset is looked at or locked.
     settings.validate(overwrite)
     options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
@@ -60,7 +60,7 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, options: I
     orders = _check_orders(manifest, settings.order, dataset)
     order_rows = {o: manifest["orders"][str(o)]["ngrams"] for o in orders}
     if options.workers is None:
-        options = replace(options, workers=mkn_workers(max(order_rows.values())))
+        options = replace(options, workers=mkn_workers(max(order_rows.values()), settings.budget))
     if "mkn" in manifest and not overwrite:
         raise UserError(f"{dataset} already has an order-{manifest['mkn']['order']} MKN model; "
                         "pass --overwrite to replace it")

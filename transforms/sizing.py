@@ -184,6 +184,8 @@ MKN_PROCESS_BYTES = 384 << 20
 #: What a task holds per row of its bucket at its peak (the order-n context pass, the largest: the bucket's
 #: successors and lower-order rows read, the kernel's hash map and output, the output's Arrow columns).
 MKN_TASK_ROW_BYTES = 400
+#: The least of the budget each worker of ``ngramflow mkn`` gets when the number of workers is left to it.
+MKN_WORKER_MEMORY = 1 << 30
 
 #: Rows of the largest order per bucket of the stage's tables, where the memory budget allows them. A task's
 #: peak memory follows its bucket's rows, so the stage's peak stops growing once the largest order fills one
@@ -193,16 +195,20 @@ MKN_BUCKET_ROWS = 1 << 20
 MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
 
 
-def mkn_workers(largest_order_rows: int) -> int:
+def mkn_workers(largest_order_rows: int, memory: int) -> int:
     """Worker processes of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core once
     the largest order fills more than one bucket (each pass then has a task per bucket to share out; a worker costs
-    ~2.5 s to start), else 1."""
-    return (os.cpu_count() or 1) if largest_order_rows > MKN_BUCKET_ROWS else 1
+    ~2.5 s to start) and while each gets MKN_WORKER_MEMORY of the budget MEMORY, else 1."""
+    if largest_order_rows <= MKN_BUCKET_ROWS:
+        return 1
+    return max(1, min(os.cpu_count() or 1, memory // MKN_WORKER_MEMORY))
 
 
 def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
     """Buckets of every table of the stage: enough for each to hold MKN_BUCKET_ROWS rows of the largest
-    order, or fewer if WORKERS tasks at once would not fit the budget MEMORY, and at least one per worker."""
-    task_bytes = max(64 << 20, memory // workers - MKN_PROCESS_BYTES)
+    order, or fewer if WORKERS tasks at once would not fit the budget MEMORY, and at least one per worker.
+    With more than one worker, the embedded runner's own process takes a worker's share off the budget."""
+    runner = MKN_PROCESS_BYTES if workers > 1 else 0
+    task_bytes = max(64 << 20, (memory - runner) // workers - MKN_PROCESS_BYTES)
     rows = min(int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS)), task_bytes // MKN_TASK_ROW_BYTES)
     return max(workers, -(-largest_order_rows // rows))
