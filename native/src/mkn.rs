@@ -442,40 +442,22 @@ impl Plan {
     }
 }
 
-/// A table's strings: string i is data[offsets[i]..offsets[i + 1]].
-#[derive(Clone, Copy)]
+/// A table's strings, in row order (gathered from the chunks of its column).
 pub struct Strings<'a> {
-    pub offsets: &'a [i64],
-    pub data: &'a [u8],
+    rows: Vec<&'a [u8]>,
 }
 
 impl<'a> Strings<'a> {
     pub fn len(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+        self.rows.len()
     }
 
     pub fn get(&self, i: usize) -> &'a [u8] {
-        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+        self.rows[i]
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        (0..self.len()).map(|i| self.get(i))
-    }
-
-    fn check(&self, rows: usize, what: &str) -> PyResult<()> {
-        let sorted = self.offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1]);
-        if self.len() != rows
-            || !sorted
-            || self
-                .offsets
-                .last()
-                .is_some_and(|&end| end as usize > self.data.len())
-        {
-            return Err(PyValueError::new_err(format!(
-                "{what}: offsets outside the text or of another length"
-            )));
-        }
-        Ok(())
+        self.rows.iter().copied()
     }
 }
 
@@ -837,81 +819,133 @@ fn laid_tuple<'py>(py: Python<'py>, rows: &Rows, plan: &Plan) -> PyResult<Bound<
     )
 }
 
-/// A string column's views: (offsets int64, text).
-type StringViews = (View, View);
+/// A string column as its chunks' buffers: (offsets, text, whether the offsets are int64 rather
+/// than int32), as Python passes them (native.py), read where they are.
+type StringChunks<'py> = Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, bool)>;
 
-fn string_views(offsets: &Bound<'_, PyAny>, text: &Bound<'_, PyAny>) -> PyResult<StringViews> {
-    Ok((View::of(offsets)?, View::of(text)?))
+/// The views of a string column's chunks.
+struct StringViews(Vec<(View, View, bool)>);
+
+impl StringViews {
+    fn of(chunks: &StringChunks) -> PyResult<StringViews> {
+        let views = chunks
+            .iter()
+            .map(|(offsets, text, wide)| Ok((View::of(offsets)?, View::of(text)?, *wide)))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(StringViews(views))
+    }
+
+    /// The strings of every chunk, checked against their text.
+    fn strings(&self, what: &str) -> PyResult<Strings<'_>> {
+        let mut rows = Vec::new();
+        for (offsets, text, wide) in &self.0 {
+            let (offsets, text) = (offsets.bytes(), text.bytes());
+            let width = if *wide { 8 } else { 4 };
+            let offset = |i: usize| {
+                let b = &offsets[width * i..width * (i + 1)];
+                if *wide {
+                    i64::from_le_bytes(b.try_into().unwrap())
+                } else {
+                    i32::from_le_bytes(b.try_into().unwrap()) as i64
+                }
+            };
+            let n = (offsets.len() / width).saturating_sub(1);
+            rows.reserve(n);
+            for i in 0..n {
+                let (start, end) = (offset(i), offset(i + 1));
+                if start < 0 || end < start || end as usize > text.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}: offsets outside the text"
+                    )));
+                }
+                rows.push(&text[start as usize..end as usize]);
+            }
+        }
+        Ok(Strings { rows })
+    }
 }
 
-fn strings_of<'a>(
-    views: &'a StringViews,
-    offsets: &'a [i64],
-    rows: usize,
-    what: &str,
-) -> PyResult<Strings<'a>> {
-    let strings = Strings {
-        offsets,
-        data: views.1.bytes(),
-    };
-    strings.check(rows, what)?;
-    Ok(strings)
+/// The views of a number column's chunks.
+struct NumberViews(Vec<View>);
+
+impl NumberViews {
+    fn of(chunks: &[Bound<'_, PyAny>]) -> PyResult<NumberViews> {
+        Ok(NumberViews(
+            chunks.iter().map(View::of).collect::<PyResult<_>>()?,
+        ))
+    }
+
+    /// The numbers of every chunk: in place for one chunk, else gathered.
+    fn values<T: Copy + Default>(&self) -> PyResult<std::borrow::Cow<'_, [T]>> {
+        if self.0.len() == 1 {
+            return self.0[0].words::<T>();
+        }
+        let mut values = Vec::new();
+        for view in &self.0 {
+            values.extend_from_slice(&view.words::<T>()?);
+        }
+        Ok(std::borrow::Cow::Owned(values))
+    }
 }
 
-/// mkn_lay_out(offsets, text, columns, key, buckets) -> (offsets, text, columns, starts)
+fn same_rows(what: &str, rows: usize, columns: &[usize]) -> PyResult<()> {
+    if columns.iter().any(|&n| n != rows) {
+        return Err(PyValueError::new_err(format!(
+            "{what}: columns of different lengths"
+        )));
+    }
+    Ok(())
+}
+
+/// mkn_lay_out(ngrams, columns, key, buckets) -> (offsets, text, columns, starts)
 ///
 /// Rows (strings and 8-byte columns) ordered by the bucket of KEY ("ngram", "context" or "suffix")
-/// of their string, with each bucket's first row.
+/// of their string, with each bucket's first row. A string column is passed as its chunks
+/// (offsets, text, int64 offsets?), a number column as its chunks' buffers.
 #[pyfunction]
 fn mkn_lay_out<'py>(
     py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    text: &Bound<'py, PyAny>,
-    columns: Vec<Bound<'py, PyAny>>,
+    ngrams: StringChunks<'py>,
+    columns: Vec<Vec<Bound<'py, PyAny>>>,
     key: &str,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let key = Key::parse(key)?;
-    let views = string_views(offsets, text)?;
-    let column_views = columns.iter().map(View::of).collect::<PyResult<Vec<_>>>()?;
-    let offsets = views.0.words::<i64>()?;
-    let rows = offsets.len().saturating_sub(1);
-    let strings = strings_of(&views, &offsets, rows, "mkn_lay_out")?;
+    let views = StringViews::of(&ngrams)?;
+    let column_views = columns
+        .iter()
+        .map(|c| NumberViews::of(c))
+        .collect::<PyResult<Vec<_>>>()?;
+    let strings = views.strings("mkn_lay_out")?;
     let words = column_views
         .iter()
-        .map(|v| v.words::<u64>())
+        .map(|v| v.values::<u64>())
         .collect::<PyResult<Vec<_>>>()?;
-    if words.iter().any(|w| w.len() != rows) {
-        return Err(PyValueError::new_err(
-            "mkn_lay_out: columns of different lengths",
-        ));
-    }
+    same_rows(
+        "mkn_lay_out",
+        strings.len(),
+        &words.iter().map(|w| w.len()).collect::<Vec<_>>(),
+    )?;
     let (table, plan) = py.allow_threads(|| {
-        let mut table = Rows::new(0, 0);
-        table.strings = strings.iter().collect();
-        table.columns = words.iter().map(|w| w.to_vec()).collect();
+        let table = Rows {
+            strings: strings.rows,
+            columns: words.iter().map(|w| w.to_vec()).collect(),
+        };
         let plan = lay_out(&table, key, buckets);
         (table, plan)
     });
     laid_tuple(py, &table, &plan)
 }
 
-/// mkn_suffixes(offsets, text, buckets) -> laid-out (suffix, extensions = 1) by the suffix's bucket
+/// mkn_suffixes(ngrams, buckets) -> laid-out (suffix, extensions = 1) by the suffix's bucket
 #[pyfunction]
 fn mkn_suffixes<'py>(
     py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    text: &Bound<'py, PyAny>,
+    ngrams: StringChunks<'py>,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let views = string_views(offsets, text)?;
-    let offsets = views.0.words::<i64>()?;
-    let strings = strings_of(
-        &views,
-        &offsets,
-        offsets.len().saturating_sub(1),
-        "mkn_suffixes",
-    )?;
+    let views = StringViews::of(&ngrams)?;
+    let strings = views.strings("mkn_suffixes")?;
     let (rows, plan) = py.allow_threads(|| {
         let rows = suffixes(strings);
         let plan = lay_out(&rows, Key::Whole, buckets);
@@ -920,33 +954,30 @@ fn mkn_suffixes<'py>(
     laid_tuple(py, &rows, &plan)
 }
 
-/// mkn_adjust(raw_offsets, raw_text, raw, ext_offsets, ext_text, extensions, reserved, order,
-///            model_order, buckets) -> laid-out (ngram, a, origin) by the bucket of the context
-///            (of the n-gram at order 1)
+/// mkn_adjust(raw_ngrams, raw, ext_ngrams, extensions, reserved, order, model_order, buckets)
+///   -> laid-out (ngram, a, origin) by the bucket of the context (of the n-gram at order 1)
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn mkn_adjust<'py>(
     py: Python<'py>,
-    raw_offsets: &Bound<'py, PyAny>,
-    raw_text: &Bound<'py, PyAny>,
-    raw: &Bound<'py, PyAny>,
-    ext_offsets: &Bound<'py, PyAny>,
-    ext_text: &Bound<'py, PyAny>,
-    extensions: &Bound<'py, PyAny>,
+    raw_ngrams: StringChunks<'py>,
+    raw: Vec<Bound<'py, PyAny>>,
+    ext_ngrams: StringChunks<'py>,
+    extensions: Vec<Bound<'py, PyAny>>,
     reserved: Vec<Vec<u8>>,
     order: u32,
     model_order: u32,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (raw_views, ext_views) = (
-        string_views(raw_offsets, raw_text)?,
-        string_views(ext_offsets, ext_text)?,
+    let (raw_views, ext_views) = (StringViews::of(&raw_ngrams)?, StringViews::of(&ext_ngrams)?);
+    let (raw, extensions) = (NumberViews::of(&raw)?, NumberViews::of(&extensions)?);
+    let (raw_counts, ext_counts) = (raw.values::<i64>()?, extensions.values::<i64>()?);
+    let (raw_strings, ext_strings) = (
+        raw_views.strings("mkn_adjust")?,
+        ext_views.strings("mkn_adjust")?,
     );
-    let (raw, extensions) = (View::of(raw)?, View::of(extensions)?);
-    let (raw_counts, ext_counts) = (raw.words::<i64>()?, extensions.words::<i64>()?);
-    let (raw_off, ext_off) = (raw_views.0.words::<i64>()?, ext_views.0.words::<i64>()?);
-    let raw_strings = strings_of(&raw_views, &raw_off, raw_counts.len(), "mkn_adjust")?;
-    let ext_strings = strings_of(&ext_views, &ext_off, ext_counts.len(), "mkn_adjust")?;
+    same_rows("mkn_adjust", raw_strings.len(), &[raw_counts.len()])?;
+    same_rows("mkn_adjust", ext_strings.len(), &[ext_counts.len()])?;
     let reserved: Vec<&[u8]> = reserved.iter().map(|t| t.as_slice()).collect();
     let (rows, plan) = py.allow_threads(|| {
         let rows = adjust(
@@ -968,7 +999,7 @@ fn mkn_adjust<'py>(
     laid_tuple(py, &rows, &plan)
 }
 
-/// mkn_contexts(offsets, text, a, lower_offsets, lower_text, lower_p, d1, d2, d3plus, buckets)
+/// mkn_contexts(ngrams, a, lower_ngrams, lower_p, d1, d2, d3plus, buckets)
 ///   -> (overflowing context or None, contexts laid out as one bucket (context, total, n1, n2, n3plus),
 ///       lower log10 probs, lower log10 backoffs, weighted laid out by the suffix's bucket
 ///       (ngram, a, u, gamma))
@@ -976,26 +1007,24 @@ fn mkn_adjust<'py>(
 #[allow(clippy::too_many_arguments)]
 fn mkn_contexts<'py>(
     py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    text: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    lower_offsets: &Bound<'py, PyAny>,
-    lower_text: &Bound<'py, PyAny>,
-    lower_p: &Bound<'py, PyAny>,
+    ngrams: StringChunks<'py>,
+    a: Vec<Bound<'py, PyAny>>,
+    lower_ngrams: StringChunks<'py>,
+    lower_p: Vec<Bound<'py, PyAny>>,
     d1: f64,
     d2: f64,
     d3plus: f64,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (views, lower_views) = (
-        string_views(offsets, text)?,
-        string_views(lower_offsets, lower_text)?,
+    let (views, lower_views) = (StringViews::of(&ngrams)?, StringViews::of(&lower_ngrams)?);
+    let (a, lower_p) = (NumberViews::of(&a)?, NumberViews::of(&lower_p)?);
+    let (counts, probs) = (a.values::<i64>()?, lower_p.values::<f64>()?);
+    let (successors, lower) = (
+        views.strings("mkn_contexts")?,
+        lower_views.strings("mkn_contexts")?,
     );
-    let (a, lower_p) = (View::of(a)?, View::of(lower_p)?);
-    let (counts, probs) = (a.words::<i64>()?, lower_p.words::<f64>()?);
-    let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
-    let successors = strings_of(&views, &off, counts.len(), "mkn_contexts")?;
-    let lower = strings_of(&lower_views, &lower_off, probs.len(), "mkn_contexts")?;
+    same_rows("mkn_contexts", successors.len(), &[counts.len()])?;
+    same_rows("mkn_contexts", lower.len(), &[probs.len()])?;
     let (found, contexts, weighted) = py.allow_threads(|| {
         let found = context_bucket(
             successors,
@@ -1024,47 +1053,44 @@ fn mkn_contexts<'py>(
     )
 }
 
-/// mkn_interpolate(offsets, text, a, u, gamma, lower_offsets, lower_text, lower_p, as_log10, buckets)
+/// mkn_interpolate(ngrams, a, u, gamma, lower_ngrams, lower_p, as_log10, buckets)
 ///   -> laid out (ngram, a, p or log10 p) by the n-gram's bucket (BUCKETS 0: as one bucket)
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn mkn_interpolate<'py>(
     py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    text: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    u: &Bound<'py, PyAny>,
-    gamma: &Bound<'py, PyAny>,
-    lower_offsets: &Bound<'py, PyAny>,
-    lower_text: &Bound<'py, PyAny>,
-    lower_p: &Bound<'py, PyAny>,
+    ngrams: StringChunks<'py>,
+    a: Vec<Bound<'py, PyAny>>,
+    u: Vec<Bound<'py, PyAny>>,
+    gamma: Vec<Bound<'py, PyAny>>,
+    lower_ngrams: StringChunks<'py>,
+    lower_p: Vec<Bound<'py, PyAny>>,
     as_log10: bool,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (views, lower_views) = (
-        string_views(offsets, text)?,
-        string_views(lower_offsets, lower_text)?,
-    );
+    let (views, lower_views) = (StringViews::of(&ngrams)?, StringViews::of(&lower_ngrams)?);
     let (a, u, gamma, lower_p) = (
-        View::of(a)?,
-        View::of(u)?,
-        View::of(gamma)?,
-        View::of(lower_p)?,
+        NumberViews::of(&a)?,
+        NumberViews::of(&u)?,
+        NumberViews::of(&gamma)?,
+        NumberViews::of(&lower_p)?,
     );
     let (counts, u, gamma, probs) = (
-        a.words::<i64>()?,
-        u.words::<f64>()?,
-        gamma.words::<f64>()?,
-        lower_p.words::<f64>()?,
+        a.values::<i64>()?,
+        u.values::<f64>()?,
+        gamma.values::<f64>()?,
+        lower_p.values::<f64>()?,
     );
-    if u.len() != counts.len() || gamma.len() != counts.len() {
-        return Err(PyValueError::new_err(
-            "mkn_interpolate: columns of different lengths",
-        ));
-    }
-    let (off, lower_off) = (views.0.words::<i64>()?, lower_views.0.words::<i64>()?);
-    let weighted = strings_of(&views, &off, counts.len(), "mkn_interpolate")?;
-    let lower = strings_of(&lower_views, &lower_off, probs.len(), "mkn_interpolate")?;
+    let (weighted, lower) = (
+        views.strings("mkn_interpolate")?,
+        lower_views.strings("mkn_interpolate")?,
+    );
+    same_rows(
+        "mkn_interpolate",
+        weighted.len(),
+        &[counts.len(), u.len(), gamma.len()],
+    )?;
+    same_rows("mkn_interpolate", lower.len(), &[probs.len()])?;
     let (rows, plan) = py.allow_threads(|| {
         let rows = interpolate(weighted, &counts, &u, &gamma, lower, &probs, as_log10);
         let plan = lay_out(&rows, Key::Whole, buckets);
@@ -1073,7 +1099,7 @@ fn mkn_interpolate<'py>(
     laid_tuple(py, &rows, &plan)
 }
 
-/// mkn_unigrams(offsets, text, a, (total, n1, n2, n3plus), d1, d2, d3plus, vocab_size, as_log10, buckets)
+/// mkn_unigrams(ngrams, a, (total, n1, n2, n3plus), d1, d2, d3plus, vocab_size, as_log10, buckets)
 ///   -> laid out (ngram, a, p or log10 p) by the n-gram's bucket (BUCKETS 0: as one bucket)
 ///
 /// The unigram level: u under the unigram context's sums, interpolated with the uniform 1/|V|
@@ -1082,9 +1108,8 @@ fn mkn_interpolate<'py>(
 #[allow(clippy::too_many_arguments)]
 fn mkn_unigrams<'py>(
     py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    text: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
+    ngrams: StringChunks<'py>,
+    a: Vec<Bound<'py, PyAny>>,
     sums: (i64, i64, i64, i64),
     d1: f64,
     d2: f64,
@@ -1093,11 +1118,11 @@ fn mkn_unigrams<'py>(
     as_log10: bool,
     buckets: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let views = string_views(offsets, text)?;
-    let a = View::of(a)?;
-    let counts = a.words::<i64>()?;
-    let off = views.0.words::<i64>()?;
-    let unigrams = strings_of(&views, &off, counts.len(), "mkn_unigrams")?;
+    let views = StringViews::of(&ngrams)?;
+    let a = NumberViews::of(&a)?;
+    let counts = a.values::<i64>()?;
+    let unigrams = views.strings("mkn_unigrams")?;
+    same_rows("mkn_unigrams", unigrams.len(), &[counts.len()])?;
     let (total, n1, n2, n3plus) = sums;
     let sums = Sums {
         total,
@@ -1149,17 +1174,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 mod tests {
     use super::*;
 
-    fn strings<'a>(
-        offsets: &'a mut Vec<i64>,
-        data: &'a mut Vec<u8>,
-        values: &[&str],
-    ) -> Strings<'a> {
-        offsets.push(0);
-        for v in values {
-            data.extend_from_slice(v.as_bytes());
-            offsets.push(data.len() as i64);
+    fn strings<'a>(values: &[&'a str]) -> Strings<'a> {
+        Strings {
+            rows: values.iter().map(|v| v.as_bytes()).collect(),
         }
-        Strings { offsets, data }
     }
 
     #[test]
@@ -1228,9 +1246,8 @@ mod tests {
 
     #[test]
     fn contexts_sums_and_backoffs() {
-        let (mut o, mut d, mut lo, mut ld) = (vec![], vec![], vec![], vec![]);
-        let successors = strings(&mut o, &mut d, &["h a", "h b", "h c", "h d", "h e", "g a"]);
-        let lower = strings(&mut lo, &mut ld, &["h", "x"]);
+        let successors = strings(&["h a", "h b", "h c", "h d", "h e", "g a"]);
+        let lower = strings(&["h", "x"]);
         let found = context_bucket(
             successors,
             &[1, 1, 2, 5, 0, 3],

@@ -57,21 +57,32 @@ class Laid(NamedTuple):
             yield int(bucket), self.table.slice(start, int(self.starts[bucket + 1]) - start)
 
 
-def _one_chunk(array) -> pa.Array:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+def _chunks(array) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
-def _strings(array: pa.Array) -> tuple:
-    """The offsets (int64) and bytes of a string array's rows."""
-    array = _one_chunk(array).cast(pa.large_string())
-    offsets, data = array.buffers()[1:3]
-    return offsets.slice(8 * array.offset, 8 * (len(array) + 1)), b"" if data is None else data
+def _strings(array) -> list[tuple]:
+    """A string column as the kernels read it, where it is: (offsets, bytes, int64 offsets?) of each chunk."""
+    found = []
+    for chunk in _chunks(array):
+        wide = chunk.type == pa.large_string()
+        if not wide and chunk.type != pa.string():
+            raise TypeError(f"an n-gram column of {chunk.type}")
+        width = 8 if wide else 4
+        offsets, data = chunk.buffers()[1:3]
+        found.append((offsets.slice(width * chunk.offset, width * (len(chunk) + 1)), b"" if data is None else data,
+                      wide))
+    return found
 
 
-def _numbers(array: pa.Array, type_: pa.DataType):
-    array = _one_chunk(array).cast(type_)
-    data = array.buffers()[1]
-    return b"" if data is None else data.slice(8 * array.offset, 8 * len(array))
+def _numbers(array, type_: pa.DataType) -> list:
+    """A number column (8 bytes a value) as the kernels read it: the buffer of each chunk, where it is."""
+    found = []
+    for chunk in _chunks(array):
+        chunk = chunk.cast(type_)
+        data = chunk.buffers()[1]
+        found.append(b"" if data is None else data.slice(8 * chunk.offset, 8 * len(chunk)))
+    return found
 
 
 def _column(data: bytes, type_: pa.DataType, rows: int) -> pa.Array:
@@ -95,21 +106,21 @@ def schema(**columns: pa.DataType) -> pa.Schema:
 def lay_out(table: pa.Table, key: str, buckets: int) -> Laid:
     """TABLE's rows (an n-gram, then 8-byte numbers) ordered by the bucket of KEY of the n-gram."""
     numbers = [_numbers(table.column(i), f.type) for i, f in enumerate(table.schema) if i]
-    found = _kernel.mkn_lay_out(*_strings(table.column(0)), numbers, key, buckets)
+    found = _kernel.mkn_lay_out(_strings(table.column(0)), numbers, key, buckets)
     return _laid(found, schema(**{f.name: f.type for f in list(table.schema)[1:]}))
 
 
 def suffixes(ngrams: pa.Array, buckets: int) -> Laid:
     """(suffix, 1) of each of distinct n-grams, laid out by the suffix's bucket."""
-    return _laid(_kernel.mkn_suffixes(*_strings(ngrams), buckets), schema(extensions=pa.int64()))
+    return _laid(_kernel.mkn_suffixes(_strings(ngrams), buckets), schema(extensions=pa.int64()))
 
 
 def adjust(raw: pa.Table, extensions: pa.Table, reserved: list[str], order: int, model_order: int,
            buckets: int) -> Laid:
     """(ngram, a, origin) from the raw counts (ngram, raw) and the extensions (ngram, extensions) of one
     bucket, and the RESERVED n-grams; laid out by the bucket of the context (order 1: of the n-gram)."""
-    found = _kernel.mkn_adjust(*_strings(raw.column("ngram")), _numbers(raw.column("raw"), pa.int64()),
-                               *_strings(extensions.column("ngram")),
+    found = _kernel.mkn_adjust(_strings(raw.column("ngram")), _numbers(raw.column("raw"), pa.int64()),
+                               _strings(extensions.column("ngram")),
                                _numbers(extensions.column("extensions"), pa.int64()),
                                [t.encode() for t in reserved], order, model_order, buckets)
     return _laid(found, schema(a=pa.int64(), origin=pa.int64()))
@@ -126,8 +137,8 @@ class ContextBucket(NamedTuple):
 def contexts(successors: pa.Table, lower: pa.Table, discounts, buckets: int) -> ContextBucket:
     """One context bucket: SUCCESSORS (ngram, a) of order n, LOWER (ngram, a, p) of order n-1."""
     overflow, sums, log10_probs, log10_backoffs, weighted = _kernel.mkn_contexts(
-        *_strings(successors.column("ngram")), _numbers(successors.column("a"), pa.int64()),
-        *_strings(lower.column("ngram")), _numbers(lower.column("p"), pa.float64()),
+        _strings(successors.column("ngram")), _numbers(successors.column("a"), pa.int64()),
+        _strings(lower.column("ngram")), _numbers(lower.column("p"), pa.float64()),
         discounts.d1, discounts.d2, discounts.d3plus, buckets)
     rows = lower.num_rows
     return ContextBucket(
@@ -141,16 +152,16 @@ def interpolate(weighted: pa.Table, lower: pa.Table, as_log10: bool, buckets: in
     """(ngram, a, p) of the WEIGHTED rows whose suffix is a LOWER row, laid out by the n-gram's bucket
     (BUCKETS 0: one bucket); p as its log10 if AS_LOG10."""
     found = _kernel.mkn_interpolate(
-        *_strings(weighted.column("ngram")), _numbers(weighted.column("a"), pa.int64()),
+        _strings(weighted.column("ngram")), _numbers(weighted.column("a"), pa.int64()),
         _numbers(weighted.column("u"), pa.float64()), _numbers(weighted.column("gamma"), pa.float64()),
-        *_strings(lower.column("ngram")), _numbers(lower.column("p"), pa.float64()), as_log10, buckets)
+        _strings(lower.column("ngram")), _numbers(lower.column("p"), pa.float64()), as_log10, buckets)
     return _laid(found, schema(a=pa.int64(), p=pa.float64()))
 
 
 def unigrams(adjusted: pa.Table, sums: list[int], discounts, vocab_size: int, as_log10: bool, buckets: int) -> Laid:
     """(ngram, a, p) of unigrams (ngram, a) under the unigram context's SUMS (total, N1, N2, N3+), laid out
     by the n-gram's bucket (BUCKETS 0: one bucket); p as its log10 if AS_LOG10."""
-    found = _kernel.mkn_unigrams(*_strings(adjusted.column("ngram")), _numbers(adjusted.column("a"), pa.int64()),
+    found = _kernel.mkn_unigrams(_strings(adjusted.column("ngram")), _numbers(adjusted.column("a"), pa.int64()),
                                  tuple(sums), discounts.d1, discounts.d2, discounts.d3plus, vocab_size, as_log10,
                                  buckets)
     return _laid(found, schema(a=pa.int64(), p=pa.float64()))

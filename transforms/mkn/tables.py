@@ -60,7 +60,7 @@ class Work(NamedTuple):
     buckets: int
 
     def read(self, index: Index, table: str, order: int, bucket: int, schema: pa.Schema) -> pa.Table:
-        """One bucket of TABLE's order-ORDER rows (columns of SCHEMA), as one chunk per column."""
+        """One bucket of TABLE's order-ORDER rows (columns of SCHEMA), memory-mapped."""
         paths = index.files(table, order, bucket)
         if not paths:
             return schema.empty_table()
@@ -68,7 +68,7 @@ class Work(NamedTuple):
         for path in paths:
             with pa.memory_map(path) as source:
                 parts.append(ipc.open_file(source).read_all())
-        return pa.concat_tables(parts).combine_chunks()
+        return pa.concat_tables(parts)  # a chunk per file: the kernels read chunks where they are
 
     def write(self, table: str, order: int, laid: Laid) -> list[Written]:
         """Rows laid out by bucket into TABLE's buckets: a new file per bucket that gets rows."""
