@@ -45,7 +45,7 @@ def _mark(out: DatasetDir, text: str) -> None:
 def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int | None = None,
             beam_args: list[str] | None = None) -> dict:
     """Estimate the model from the dataset's n-grams; returns the updated manifest. WORKERS None: one per core
-    for a model of more than one bucket's n-grams and a budget of 1 GiB per worker (sizing.mkn_workers), else 1."""
+    for a large model, at most one per GiB of the budget (sizing.mkn_workers), else 1."""
     # The options first: a mistake in them is reported before the dataset is looked at or locked.
     settings.validate(overwrite)
     options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()

@@ -186,6 +186,10 @@ MKN_PROCESS_BYTES = 384 << 20
 MKN_TASK_ROW_BYTES = 400
 #: The least of the budget each worker of ``ngramflow mkn`` gets when the number of workers is left to it.
 MKN_WORKER_MEMORY = 1 << 30
+#: The largest order's n-grams from which ``ngramflow mkn`` runs a worker per core. Worker processes cost ~5 s of
+#: CPU time to start and feed, on a loaded 2-core machine (BENCHMARKS.md, "MKN"): order 5 of 3.75M words (2.9M
+#: 5-grams) took 12.1 s with one worker and 17.5 s with two; of 30M words (20M 5-grams), 91.7 s and 79.1 s.
+MKN_PARALLEL_ROWS = 8 << 20
 
 #: Rows of the largest order per bucket of the stage's tables, where the memory budget allows them. A task's
 #: peak memory follows its bucket's rows, so the stage's peak stops growing once the largest order fills one
@@ -196,10 +200,10 @@ MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
 
 
 def mkn_workers(largest_order_rows: int, memory: int) -> int:
-    """Worker processes of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core once
-    the largest order fills more than one bucket (each pass then has a task per bucket to share out; a worker costs
-    ~2.5 s to start) and while each gets MKN_WORKER_MEMORY of the budget MEMORY, else 1."""
-    if largest_order_rows <= MKN_BUCKET_ROWS:
+    """Worker processes of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core for a
+    largest order of more than MKN_PARALLEL_ROWS n-grams, while each gets MKN_WORKER_MEMORY of the budget MEMORY;
+    else 1."""
+    if largest_order_rows <= MKN_PARALLEL_ROWS:
         return 1
     return max(1, min(os.cpu_count() or 1, memory // MKN_WORKER_MEMORY))
 
