@@ -26,7 +26,7 @@ from ngramflow.transforms.sinks import WriteRecords, write_then_rename
 from ngramflow.transforms.sizing import mkn_buckets, mkn_memory
 
 
-#: The least budget the stage runs in: a worker's own share plus a small DuckDB task.
+#: The least budget the stage runs in: a worker's own share plus a small task.
 MIN_MEMORY = 512 << 20
 
 

@@ -36,7 +36,7 @@ def by_ngram(table: pa.Table, column: str) -> dict:
 def test_context_suffix_and_order():
     # Rows go to the bucket of their context (all tokens but the last) or suffix (all but the first); '' for a unigram.
     rows = grams(["a b c", "a"], a=pa.array([1, 2], pa.int64()))
-    for key, expected in [("context", ["a b", ""]), ("suffix", ["b c", ""])]:
+    for key, expected in [(native.CONTEXT, ["a b", ""]), (native.SUFFIX, ["b c", ""])]:
         laid = native.lay_out(rows, key, 1000)
         for bucket, part in laid.buckets():
             for ngram in part.column("ngram").to_pylist():
