@@ -38,8 +38,10 @@ kafka: flink
 clean:
 	rm -rf $(VENV) $(SAMPLE_OUT) .pytest_cache *.egg-info
 
-# Throughput and memory against DuckDB and plain decompression; rewrites BENCHMARKS.md.
+# Throughput and memory against DuckDB and plain decompression, and where the import's time goes; rewrites
+# BENCHMARKS.md.
 bench: setup
+	$(BIN)/pip install --quiet py-spy==0.4.3  # the per-stage breakdown's profiler (benchmarks/stages.py)
 	$(BIN)/python -m benchmarks.bench
 
 # The embedded import and DuckDB on generated corpora of growing size (~15 min with the default

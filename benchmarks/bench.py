@@ -5,8 +5,10 @@
 Generates (once, cached) deterministic synthetic corpora in both formats, then
 in one run measures every contender as a separate process: wall time, CPU time,
 rows/s and the peak RSS of its whole process tree; the larger corpus only for
-isal, DuckDB and ngramflow's default. Prints a table and rewrites the
-"Import throughput" section of BENCHMARKS.md.
+isal, DuckDB, ngramflow's default and Flink. Then one import of the larger
+corpus under a sampling profiler gives the time of each stage
+(benchmarks/stages.py). Prints a table and rewrites the "Import throughput"
+section of BENCHMARKS.md.
 """
 
 import argparse
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 
+from benchmarks import stages
 from benchmarks.measure import Measurement, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,8 +100,8 @@ def flink_available() -> bool:
 
 
 def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str, str, list[str]]]:
-    """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too,
-    and Flink if ``flink``."""
+    """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too;
+    Flink if ``flink``."""
     files12, files20 = data_files(path, "2012-merged"), data_files(path, "2020")
     contenders = [("gzip decompression (Python gzip)", "2012", _peer("gzip", "-", files12))] if full else []
     contenders += [
@@ -114,7 +117,7 @@ def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str,
         ("DuckDB 2 threads, GROUP BY -> Parquet", "2020", _peer("duckdb-2020", out + ".parquet", files20)),
         ("ngramflow import, embedded, default workers", "2020", _import(files20, out)),
     ]
-    if full and flink and flink_available():
+    if flink and flink_available():
         contenders.append(("ngramflow import, Flink [local] batch", "2012",
                            _import(files12, out, "--runner", "flink")))
     return contenders
@@ -173,7 +176,14 @@ def _mb(n: int) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
-def report(results, meta, scaling, stage, command: str) -> str:
+def stage_breakdown(workdir: str, rows: int) -> tuple[list[str], str]:
+    """The per-stage table of one profiled embedded import of the 2012 corpus of ROWS (benchmarks/stages.py),
+    and what it ran on."""
+    files = data_files(corpus(workdir, rows), "2012-merged")
+    return stages.table(*stages.profile(files, 1, 100)), f"{rows:,} rows of the 2012 format, 1 worker"
+
+
+def report(results, meta, scaling, stage, command: str, breakdown=None) -> str:
     duck = {(r["size"], r["format"]): r["wall"] for r in results if r["name"].startswith("DuckDB")}
     isal = {(r["size"], r["format"]): r["wall"] for r in results if r["name"].startswith("isal")}
     lines = [
@@ -220,6 +230,11 @@ def report(results, meta, scaling, stage, command: str) -> str:
                   "| file | compressed | rows | wall s | peak RSS |", "| --- | ---: | ---: | ---: | ---: |"]
         lines += [f"| {s['file']} | {s['bytes'] / 1e6:,.1f} MB | {s['rows']:,} | {s['wall']:.2f} | "
                   f"{_mb(s['rss'])} |" for s in stage]
+    if breakdown:
+        rows, what = breakdown
+        lines += ["", f"### Where the import's CPU time goes ({what}, one run under py-spy)", "",
+                  *rows, "", "From `python -m benchmarks.stages FILES` (its docstring says how samples are "
+                  "charged); the profiler slows the run, so read the shares."]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -258,13 +273,15 @@ def main(argv=None) -> None:
     if args.throughput_only:
         print(report(results, meta, [], [], "python -m benchmarks.bench " + " ".join(options + ["--throughput-only"])))
         return
+    print("stage breakdown:", file=sys.stderr)
+    breakdown = stage_breakdown(args.workdir, args.large_rows or args.rows)
     print("memory scaling:", file=sys.stderr)
     scaling = memory_scaling(args.workdir, args.rows)
     print("read stage:", file=sys.stderr)
     stage = read_stage_memory(args.workdir, args.rows)
     default = args.rows == 20_000_000 and args.large_rows == 80_000_000 and not args.no_flink and not args.fast_only
     command = "make bench" if default else "python -m benchmarks.bench " + " ".join(options)
-    section = report(results, meta, scaling, stage, command)
+    section = report(results, meta, scaling, stage, command, breakdown)
     print(section)
     update_benchmarks_md(section)
 

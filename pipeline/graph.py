@@ -11,7 +11,7 @@ from ngramflow.schemas import layout
 from ngramflow.transforms.density import input_density
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import merge_shards, range_rows, spill_bytes, work_unit_bytes
+from ngramflow.transforms.sizing import merge_shards, range_rows, spill_budget, work_unit_bytes
 from ngramflow.transforms.spill import TotalNgramsOnDisk
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
                                         range_records)
@@ -34,15 +34,19 @@ class ImportNgrams(beam.PTransform):
     "vocabulary"; on the spill path the n-gram and vocabulary files are written as they come), the
     records of the part files' n-gram ranges ("ranges"), reject tables, and statistics."""
 
-    def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir, spill: bool):
+    def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir,
+                 spill_budget: int | None):
+        """``spill_budget``: the bytes of run tables each worker holds on the spill path; None: the counts
+        are totalled in keyed state (``shards``: its keys)."""
         super().__init__()
-        self.settings, self.min_count, self.shards, self.out, self.spill = settings, min_count, shards, out, spill
+        self.settings, self.min_count, self.shards, self.out = settings, min_count, shards, out
+        self.spill_budget = spill_budget
 
     def expand(self, files):
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
         common = {"rejects": parsed.rejects, "file_stats": parsed.file_stats}
-        if self.spill:
-            scratch, budget = self.out.join(layout.SPILL), spill_bytes()
+        if self.spill_budget:
+            scratch, budget = self.out.join(layout.SPILL), self.spill_budget
             totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
                 self.min_count, scratch, budget, range_rows(), self.out.path,
                 schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir)
@@ -90,7 +94,9 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
         units = pipeline | "Input files" >> beam.Create(
             pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
-    results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, spill)
+    # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
+    budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
+    results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget)
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)

@@ -12,6 +12,7 @@ from ngramflow.pipeline.option_fields import OneOf, Size, Within, option
 from ngramflow.pipeline.flink.options import FlinkOptions
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms.policy import RowPolicy
+from ngramflow.transforms.sizing import PARALLEL_INPUT_BYTES
 from ngramflow.transforms.formats import INPUT_FORMATS
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
@@ -56,8 +57,9 @@ class ImportOptions:
         0.01, "fail the run when more than this fraction of rows is malformed", allowed=Within(0, 1))
     overwrite: bool = option(False, "replace an existing complete dataset in --output", resumable=True)
     workers: int | None = option(
-        None, "parallel worker processes of the embedded runner (default: one per core for 64 MiB of input "
-              "or more, else 1); on Flink, the job's parallelism (default 1)", allowed=Within(1), resumable=True)
+        None, f"parallel worker threads of the embedded runner (default: one per core for "
+              f"{PARALLEL_INPUT_BYTES >> 20} MiB of input or more, else 1); on Flink, the job's parallelism "
+              "(default 1)", allowed=Within(1), resumable=True)
     from_kafka: str | None = option(
         None, "read the files to import from this Kafka topic instead of INPUT: one message per file, as "
               "'ngramflow corpus publish' or 'corpus download --publish' write them; the import ends once it has "

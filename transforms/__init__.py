@@ -16,7 +16,8 @@ Each line: module, what it does, what goes in -> what comes out.
     collapse.py    year rows in file order -> run table (one row per run of an n-gram's rows),
                    policy applied; what crosses the shuffle
     shards.py      tables -> (shard, sub-table) by a stable hash of a key column
-    merge.py       run tables -> one row per n-gram, sorted (merge_runs); a log-structured merge combiner
+    merge.py       run tables -> one row per n-gram, sorted (merge_runs, through native.py); a log-structured
+                   merge combiner
     runfiles.py    tables -> sorted run files within a byte budget (RunSpiller); run files -> their
                    rows in key order, optionally one key range, in bounded pieces (a streaming k-way
                    merge, in passes above MERGE_FANIN files): the embedded runner's external sort
@@ -38,6 +39,9 @@ Each line: module, what it does, what goes in -> what comes out.
                    the same for files written piece by piece (StreamedTables)
     wire.py        a table -> its pickled bytes: Arrow IPC with LZ4, how every table crosses the runner
                    and sits in Flink's keyed state (registered on import of this package)
+    table_coder.py a PCollection of tables -> the same bytes, sized without encoding (Beam's coder)
+    native.py      the native kernel's column functions: keys -> their order and groups; year masks ->
+                   first, last and count, and ORed by group
     columnar.py    vectorized helpers the steps share: runs, year bit masks, series, shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
     mkn/           n-gram part files -> Modified Kneser-Ney model files; see mkn/__init__.py

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
-from ngramflow.transforms import checked
+from ngramflow.transforms import checked, native
 
 MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
 MASK_TYPE = pa.binary(MASK_BYTES)
@@ -58,33 +58,11 @@ def mask_array(masks: np.ndarray) -> pa.Array:
     return pa.FixedSizeBinaryArray.from_buffers(MASK_TYPE, len(masks), [None, pa.py_buffer(masks.tobytes())])
 
 
-def mask_matrix(column) -> np.ndarray:
-    """The (n, MASK_BYTES) uint8 view of a mask column."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if len(column) == 0:
-        return np.zeros((0, MASK_BYTES), np.uint8)
-    data = np.frombuffer(column.buffers()[1], np.uint8)
-    start = column.offset * MASK_BYTES
-    return data[start:start + len(column) * MASK_BYTES].reshape(len(column), MASK_BYTES)
-
-
-_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], np.uint8)
-_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 for b in range(256)], np.int64)
-_HIGHEST_BIT = np.array([b.bit_length() - 1 for b in range(256)], np.int64)
-
-
 def mask_stats(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first year, last year, number of years) of each (non-empty) mask."""
-    matrix = mask_matrix(column)
-    rows = np.arange(len(matrix))
-    nonzero = matrix != 0
-    low = nonzero.argmax(axis=1)
-    high = MASK_BYTES - 1 - nonzero[:, ::-1].argmax(axis=1)
-    first = YEAR_MIN + 8 * low + _LOWEST_BIT[matrix[rows, low]]
-    last = YEAR_MIN + 8 * high + _HIGHEST_BIT[matrix[rows, high]]
-    count = _POPCOUNT[matrix].sum(axis=1, dtype=np.int64)
-    return first.astype(np.int16), last.astype(np.int16), count.astype(np.int16)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return native.mask_stats(column)
 
 
 def series_by_run(ids: np.ndarray, years, matches, volumes, runs: int) -> pa.Array:

@@ -17,21 +17,12 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from ngramflow.errors import KernelMissing
 from ngramflow.schemas import REJECTS, YEAR_MAX, YEAR_MIN, YEAR_SERIES
 from ngramflow.transforms import columnar
 from ngramflow.transforms.collapse import collapse, run_schema
+from ngramflow.transforms.native import _kernel
 from ngramflow.transforms.parse import line_by_line
 from ngramflow.transforms.policy import RowPolicy, fold_case
-
-try:
-    from ngramflow.transforms import _kernel
-except ImportError as err:  # no silent fallback to a slower path: the command line shows this one line
-    raise KernelMissing(f"ngramflow's native parse kernel (ngramflow.transforms._kernel, built from native/ with "
-                        f"cargo) is not built or does not load ({err}); run `make setup`, which builds it "
-                        "(needs cargo)") from None
-
-assert _kernel.MASK_BYTES == columnar.MASK_BYTES, "native/ and schemas disagree on the year range"
 
 
 class Collapsed(NamedTuple):

@@ -8,12 +8,10 @@ key's tables with O(log n) merges per row (the vocabulary's token tables).
 """
 
 import apache_beam as beam
-import numpy as np
 from apache_beam.metrics import Metrics
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ngramflow.transforms import columnar
+from ngramflow.transforms import columnar, native
 
 
 #: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
@@ -45,26 +43,32 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def merge_runs(runs: pa.Table) -> pa.Table:
-    """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema."""
+    """One row per n-gram, sorted by n-gram (UTF-8 byte order), same schema.
+
+    Google's 2012 files and 2020 shards are sorted, and so are their runs: a table of runs is sorted, or a
+    few sorted pieces (of several files, or several run files' heads), which a stable sort that merges
+    sorted runs puts in order (native.merge_order).
+    The columns are then read where they lie, through that order: a sorted copy of the table (and of its
+    year masks, 88 bytes a row) was most of a spilling worker's peak (memray: 4 copies of its buffer).
+    """
     if runs.num_rows == 0:
         return runs
     keys = runs["ngram"].combine_chunks()
-    # Google's 2012 files and 2020 shards are sorted, and so are their runs: checking is ~15x cheaper
-    # than sorting again, and a table that is not sorted is sorted.
-    if not pc.all(pc.less_equal(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
-        runs = runs.take(pc.sort_indices(keys))
-        keys = runs["ngram"].combine_chunks()
-    starts = columnar.run_starts(keys)
-    if len(starts) == runs.num_rows:
+    order, starts = native.merge_order(keys)
+    if order is None and len(starts) == runs.num_rows:
         return runs.combine_chunks()
-    ngrams = keys.take(pa.array(starts))
-    columns = [
-        ngrams,
-        pa.array(columnar.sum_by_ngram(columnar.numpy(runs["match"]), starts, ngrams, "match_count")),
-        pa.array(columnar.sum_by_ngram(columnar.numpy(runs["volume"]), starts, ngrams, "volume_count")),
-        columnar.mask_array(np.bitwise_or.reduceat(columnar.mask_matrix(runs["years"]), starts, axis=0)),
-    ]
-    if "year_series" in runs.column_names:
+    keep_years = "year_series" in runs.column_names
+    if keep_years and order is not None:  # the series are regrouped by consecutive rows (below)
+        runs, keys, order = runs.take(order), keys.take(order), None
+    ngrams = keys.take(pa.array(starts if order is None else order[starts]))
+
+    def summed(column: str, name: str) -> pa.Array:
+        values = columnar.numpy(runs[column])
+        return pa.array(columnar.sum_by_ngram(values if order is None else values[order], starts, ngrams, name))
+
+    columns = [ngrams, summed("match", "match_count"), summed("volume", "volume_count"),
+               native.or_groups(runs["years"], order, starts)]
+    if keep_years:
         # Each year's sum is part of its n-gram's total, which fits: the series cannot overflow.
         ids = columnar.run_ids(starts, runs.num_rows)
         parent, years, matches, volumes = columnar.explode_series(keys, runs["year_series"])

@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 from isal import igzip, isal_zlib
 
-from ngramflow.transforms import formats
+from ngramflow.transforms import formats, table_coder  # noqa: F401  (tables' coder, used below)
 from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.kernel import collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
@@ -423,6 +423,7 @@ class ReadNgramFiles(beam.PTransform):
         return (
             units
             | "Spread work units over workers" >> spread
-            | "Parse rows and collapse runs" >> beam.ParDo(ReadNgramFile(self.settings)).with_outputs(
+            | "Parse rows and collapse runs" >> beam.ParDo(ReadNgramFile(self.settings)).with_output_types(
+                pa.Table).with_outputs(
                 ReadNgramFile.REJECTS, ReadNgramFile.FILE_STATS, main="runs")
         )

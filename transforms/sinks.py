@@ -42,7 +42,15 @@ def write_then_rename(path: str, write) -> str:
     return path
 
 
-_PARQUET = {"compression": "zstd"}
+#: Columns with a value per row that no other row of a file shares (the key of its rows): Parquet's
+#: dictionary encoding of them is built and then given up, so it is not tried. Measured on a part file of
+#: 588K 2-grams: 0.112 s of CPU and 6 MiB with it, 0.081 s and 5 MiB without.
+_UNIQUE_COLUMNS = ("ngram", "token")
+
+
+def _parquet(schema: pa.Schema) -> dict:
+    """The writer options of a dataset file of ``schema``."""
+    return {"compression": "zstd", "use_dictionary": [n for n in schema.names if n not in _UNIQUE_COLUMNS]}
 
 
 def _table_path(root: str, name: str) -> str:
@@ -51,7 +59,7 @@ def _table_path(root: str, name: str) -> str:
 
 def write_named_table(root: str, name: str, table: pa.Table, schema: pa.Schema) -> str:
     def write(fh):
-        pq.write_table(table.cast(schema), fh, row_group_size=sizing.ROW_GROUP_ROWS, **_PARQUET)
+        pq.write_table(table.cast(schema), fh, row_group_size=sizing.ROW_GROUP_ROWS, **_parquet(schema))
 
     return write_then_rename(_table_path(root, name), write)
 
@@ -81,7 +89,7 @@ class StreamedTables:
         table = pa.concat_tables(self.pending[name])
         if name not in self.writers:
             fh = self.files.enter_context(renamed_when_done(_table_path(self.root, name)))
-            self.writers[name] = self.files.enter_context(pq.ParquetWriter(fh, self.schema, **_PARQUET))
+            self.writers[name] = self.files.enter_context(pq.ParquetWriter(fh, self.schema, **_parquet(self.schema)))
         self.writers[name].write_table(table.slice(0, rows), row_group_size=sizing.ROW_GROUP_ROWS)
         self.pending[name] = [table.slice(rows)]
 

@@ -18,15 +18,15 @@ CHUNK_BYTES = 8 << 20
 EMIT_RUNS = 1 << 18
 
 
-#: Compressed input from which the embedded runner starts a worker process per core by default. One
-#: more worker costs about 2.5 s of wall and of CPU time (the bundled sample imported with 1 and 2
-#: workers: 2.4 s and 4.9 s, BENCHMARKS.md "Workers"): below about 64 MiB (12M rows, some 6 s of one
-#: worker's work) it is not won back.
-PARALLEL_INPUT_BYTES = 64 << 20
+#: Compressed input from which the embedded runner runs a worker thread per core by default. A second
+#: thread costs little (the bundled sample, 62K rows: 1.8 s with one, 2.1-2.4 s with two) and is won
+#: back from a few files on (the 2012 format, one file of 13.9 MB: 2.67 s and 2.75 s; three files, 41 MB:
+#: 4.29 s and 4.13 s; BENCHMARKS.md "Workers"). One file is read by one worker either way.
+PARALLEL_INPUT_BYTES = 32 << 20
 
 
 def default_workers(input_bytes: int) -> int:
-    """Worker processes of an embedded import of ``input_bytes`` when --workers is not given."""
+    """Worker threads of an embedded import of ``input_bytes`` when --workers is not given."""
     return (os.cpu_count() or 1) if input_bytes >= PARALLEL_INPUT_BYTES else 1
 
 
@@ -108,9 +108,10 @@ def merge_shards(input_bytes: int, density: float | None) -> int:
 
 # Totalling through sorted run files on disk (transforms/spill.py: the embedded runner, Flink batch).
 
-#: Bytes of run tables a worker buffers before it spills them as sorted run files, and the bytes of
-#: run-file batches a shard's merge holds at once. A worker's peak is a small multiple of it (the
-#: buffer and its split copies; the batches and their merge), on top of the read stage's ~300 MiB.
+#: Bytes of run tables a worker process buffers before it spills them as sorted run files, and the bytes
+#: of run-file batches a shard's merge holds at once (shared by the threads of an embedded import,
+#: spill_budget). A worker's peak is about twice it (the buffer and its merge, transforms/merge.py), on
+#: top of the read stage's.
 SPILL_BYTES = 128 << 20
 #: The environment variable that sets another spill budget, in bytes (tests force many run files and
 #: merge passes with a tiny one).
@@ -119,6 +120,13 @@ SPILL_BYTES_VARIABLE = "NGRAMFLOW_SPILL_BYTES"
 
 def spill_bytes() -> int:
     return int(os.environ.get(SPILL_BYTES_VARIABLE, SPILL_BYTES))
+
+
+def spill_budget(workers: int) -> int:
+    """The spill budget of each of ``workers`` that share one process's (spill_bytes): the embedded runner's
+    worker threads. Measured, 80M rows of the 2012 format, 2 threads: 128 MiB each peaked at 925-942 MiB,
+    64 MiB each at 749-770 MiB, in the same CPU time (21.2 s user, 2 runs each)."""
+    return max(1, spill_bytes() // max(1, workers))
 
 
 #: Run rows per n-gram range of the spill path: one part file per order and range, so files of a few
@@ -178,8 +186,8 @@ def mkn_memory() -> int:
     return min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
 
 
-#: What a worker process of the stage holds besides its task: Python with Beam, pyarrow and DuckDB loaded
-#: peaks at 193 MiB before any task; twice that leaves room for Beam's own buffers of references and records.
+#: What the stage's process holds besides its tasks: Python with Beam, pyarrow and DuckDB loaded peaks at
+#: 193 MiB before any task; twice that leaves room for Beam's own buffers of references and records.
 MKN_PROCESS_BYTES = 384 << 20
 #: What a task holds per row of its bucket at its peak (the order-n context pass, the largest: the bucket's
 #: successors and lower-order rows read, the kernel's hash map and output, the output's Arrow columns). Measured: one
@@ -187,10 +195,6 @@ MKN_PROCESS_BYTES = 384 << 20
 MKN_TASK_ROW_BYTES = 400
 #: The least of the budget each worker of ``ngramflow mkn`` gets when the number of workers is left to it.
 MKN_WORKER_MEMORY = 1 << 30
-#: The largest order's n-grams from which ``ngramflow mkn`` runs a worker per core. Worker processes cost ~5 s of
-#: CPU time to start and feed, on a loaded 2-core machine (BENCHMARKS.md, "MKN"): order 5 of 3.75M words (2.9M
-#: 5-grams) took 12.1 s with one worker and 17.5 s with two; of 30M words (20M 5-grams), 91.7 s and 79.1 s.
-MKN_PARALLEL_ROWS = 8 << 20
 
 #: Rows of the largest order per bucket of the stage's tables, where the memory budget allows them. A task's
 #: peak memory follows its bucket's rows, so the stage's peak stops growing once the largest order fills one
@@ -201,19 +205,21 @@ MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
 
 
 def mkn_workers(largest_order_rows: int, memory: int) -> int:
-    """Worker processes of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core for a
-    largest order of more than MKN_PARALLEL_ROWS n-grams, while each gets MKN_WORKER_MEMORY of the budget MEMORY;
-    else 1."""
-    if largest_order_rows <= MKN_PARALLEL_ROWS:
+    """Worker threads of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core once
+    the largest order fills more than one bucket, while each gets MKN_WORKER_MEMORY of the budget MEMORY; else 1.
+
+    From one bucket on, so that the stage's peak, a bucket's task per worker, is the same at every size above it.
+    On a loaded 2-core machine a second thread did not pay at 2.8M 5-grams (3.75M words: 15.7 s wall with one,
+    17.5 s with two) and did at 20M (30M words: 91.7 s and 77.7 s; BENCHMARKS.md, "MKN")."""
+    if largest_order_rows <= MKN_BUCKET_ROWS:
         return 1
     return max(1, min(os.cpu_count() or 1, memory // MKN_WORKER_MEMORY))
 
 
 def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
     """Buckets of every table of the stage: enough for each to hold MKN_BUCKET_ROWS rows of the largest
-    order, or fewer if WORKERS tasks at once would not fit the budget MEMORY, and at least one per worker.
-    With more than one worker, the embedded runner's own process takes a worker's share off the budget."""
-    runner = MKN_PROCESS_BYTES if workers > 1 else 0
-    task_bytes = max(64 << 20, (memory - runner) // workers - MKN_PROCESS_BYTES)
+    order, or fewer if WORKERS tasks at once (threads of one process, with the embedded runner) would not fit
+    the budget MEMORY, and at least one per worker."""
+    task_bytes = max(64 << 20, (memory - MKN_PROCESS_BYTES) // workers)
     rows = min(int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS)), task_bytes // MKN_TASK_ROW_BYTES)
     return max(workers, -(-largest_order_rows // rows))

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
-from ngramflow.transforms import columnar
+from ngramflow.transforms import columnar, native
 from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
@@ -40,14 +40,11 @@ TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volum
 
 
 def distinct_tokens(ngrams: pa.Table) -> pa.Table:
-    """The distinct tokens of n-gram rows, with counts from their unigram rows where present."""
+    """The distinct tokens of n-gram rows, sorted by token, with counts from their unigram rows where present."""
+    tokens = native.distinct_tokens(ngrams["ngram"].combine_chunks())
     unigrams = ngrams.filter(pc.equal(ngrams["order"], 1))
-    tokens = pc.unique(pc.list_flatten(pc.split_pattern(ngrams["ngram"], " ")))
-    table = pa.concat_tables([
-        pa.table([unigrams["ngram"], unigrams["match_count"], unigrams["volume_count"]], schema=TOKENS),
-        pa.table([tokens, pa.nulls(len(tokens), pa.int64()), pa.nulls(len(tokens), pa.int64())], schema=TOKENS),
-    ])
-    return merge_tokens(table)
+    row = pc.index_in(tokens, value_set=unigrams["ngram"])  # each token's unigram row, or null
+    return pa.table([tokens, unigrams["match_count"].take(row), unigrams["volume_count"].take(row)], schema=TOKENS)
 
 
 def merge_tokens(table: pa.Table) -> pa.Table:

@@ -9,11 +9,14 @@
 
 mod arpa;
 mod fields;
+mod masks;
 mod mkn;
+mod order;
 mod policy;
 mod runs;
 
 use fields::Format;
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -27,14 +30,14 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
     let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
     for text in body.split(|&b| b == b'\n') {
         rows.clear();
-        let key = fields::line(text, format, &mut rows)?;
+        let key = fields::line(text, format, open.as_ref().map(|run| run.key), &mut rows)?;
         if open.as_ref().is_none_or(|run| run.key != key) {
             if let Some(run) = open.take() {
                 runs.close(run, policy).ok()?;
             }
             open = Some(runs.open(key, policy));
         }
-        runs.add(open.as_mut()?, &rows, policy);
+        runs.add(open.as_ref()?, &rows, policy);
     }
     if let Some(run) = open {
         runs.close(run, policy).ok()?;
@@ -157,10 +160,170 @@ fn arpa_lines<'py>(
     Ok(PyBytes::new(py, &lines))
 }
 
+/// The bytes of a contiguous buffer (pyarrow's Buffer and Python's bytes export signed chars).
+fn buffer_bytes(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("expected a contiguous buffer"));
+    }
+    // SAFETY: the buffer is contiguous, len_bytes long, and held (so alive and unmoved) by the caller.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), buffer.len_bytes()) })
+}
+
+/// F of the keys of an Arrow string array's buffers (OFFSETS: n + 1 int32, into DATA), once they are
+/// checked to lie within the data.
+fn with_keys<R>(
+    offsets: &PyBuffer<i8>,
+    data: &PyBuffer<i8>,
+    f: impl FnOnce(&order::Keys) -> R,
+) -> PyResult<R> {
+    let (offset_bytes, data) = (buffer_bytes(offsets)?, buffer_bytes(data)?);
+    let offsets = int32s(offset_bytes);
+    let keys = order::Keys {
+        offsets: &offsets,
+        data,
+    };
+    if offset_bytes.len() % 4 != 0 || !keys.valid() {
+        return Err(PyValueError::new_err("string offsets outside their data"));
+    }
+    Ok(f(&keys))
+}
+
+/// merge_order(offsets, data) -> (order, starts)
+///
+/// Keys laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA) in key order (order.rs):
+/// ORDER is None when they already are, else the rows in that order (int64), and STARTS the position
+/// in it of the first row of each group of equal keys (int64).
+#[pyfunction]
+fn merge_order<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (order, starts) = with_keys(&offsets, &data, |keys| {
+        py.allow_threads(|| order::merge_order(keys))
+    })?;
+    let order = match order {
+        Some(rows) => PyBytes::new(py, bytes_of(&rows)).into_any(),
+        None => py.None().into_bound(py),
+    };
+    PyTuple::new(py, [order, PyBytes::new(py, bytes_of(&starts)).into_any()])
+}
+
+/// distinct_tokens(offsets, data) -> (offsets, bytes)
+///
+/// The distinct tokens of n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA),
+/// sorted, laid out the same way (order.rs).
+#[pyfunction]
+fn distinct_tokens<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (offsets, bytes) = with_keys(&offsets, &data, |keys| {
+        py.allow_threads(|| order::distinct_tokens(keys))
+    })?;
+    PyTuple::new(
+        py,
+        [
+            PyBytes::new(py, bytes_of(&offsets)),
+            PyBytes::new(py, &bytes),
+        ],
+    )
+}
+
+/// mask_stats(masks) -> (first, last, years)
+///
+/// The first year, last year and number of years (int16 each) of every year-set mask of MASKS
+/// (MASK_BYTES bytes each), as masks.rs counts them.
+#[pyfunction]
+fn mask_stats<'py>(py: Python<'py>, masks: PyBuffer<i8>) -> PyResult<Bound<'py, PyTuple>> {
+    let masks = buffer_bytes(&masks)?;
+    if masks.len() % runs::MASK_BYTES != 0 {
+        return Err(PyValueError::new_err(
+            "mask_stats: not a whole number of masks",
+        ));
+    }
+    let (first, last, years) = py.allow_threads(|| masks::stats(masks));
+    PyTuple::new(
+        py,
+        [first, last, years].map(|column| PyBytes::new(py, bytes_of(&column))),
+    )
+}
+
+/// or_groups(chunks, order, starts, rows) -> bytes
+///
+/// The OR of the year-set masks of each group of rows (masks.rs): CHUNKS are the mask buffers of a
+/// column's consecutive chunks (MASK_BYTES bytes a row, ROWS in all), ORDER None or the rows' order
+/// (int64), STARTS the position in it of each group's first row (int64).
+#[pyfunction]
+#[pyo3(signature = (chunks, order, starts, rows))]
+fn or_groups<'py>(
+    py: Python<'py>,
+    chunks: Vec<PyBuffer<i8>>,
+    order: Option<PyBuffer<i64>>,
+    starts: PyBuffer<i64>,
+    rows: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let chunks = chunks
+        .iter()
+        .map(buffer_bytes)
+        .collect::<PyResult<Vec<_>>>()?;
+    let order = order.as_ref().map(int64s).transpose()?;
+    let starts = int64s(&starts)?;
+    let in_range =
+        |values: &[i64], bound: usize| values.iter().all(|&v| 0 <= v && (v as usize) < bound);
+    let whole = chunks.iter().all(|c| c.len() % runs::MASK_BYTES == 0)
+        && chunks
+            .iter()
+            .map(|c| c.len() / runs::MASK_BYTES)
+            .sum::<usize>()
+            == rows;
+    if !whole
+        || order.is_some_and(|o| o.len() != rows || !in_range(o, rows))
+        || !in_range(starts, rows.max(1))
+        || starts.windows(2).any(|w| w[0] >= w[1])
+    {
+        return Err(PyValueError::new_err(
+            "or_groups: rows, order and starts disagree",
+        ));
+    }
+    PyBytes::new_with(py, starts.len() * runs::MASK_BYTES, |out| {
+        py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, out));
+        Ok(())
+    })
+}
+
+/// The int32 values of little-endian bytes, borrowed when they are aligned (Arrow's buffers are).
+fn int32s(bytes: &[u8]) -> std::borrow::Cow<'_, [i32]> {
+    // SAFETY: any 4 bytes are an i32; align_to leaves out a misaligned head, which is then copied.
+    match unsafe { bytes.align_to::<i32>() } {
+        (&[], aligned, &[]) => std::borrow::Cow::Borrowed(aligned),
+        _ => std::borrow::Cow::Owned(
+            bytes
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+        ),
+    }
+}
+
+/// The values of a contiguous int64 buffer (a NumPy array).
+fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("expected a contiguous int64 buffer"));
+    }
+    // SAFETY: contiguous, item_count int64s, held by the caller; PyBuffer<i64> checked the item type.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_order, m)?)?;
+    m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
     mkn::register(m)
 }

@@ -30,13 +30,15 @@ pub struct Runs {
     pub series_volumes: Vec<i64>,
     /// Year rows the policy dropped.
     pub dropped: u64,
+    /// The kept rows of the open run: one buffer for every run of the chunk, not an allocation each.
+    open_rows: Vec<(u16, i64, i64)>,
 }
 
-/// The run being collected: the kept rows of consecutive lines with one n-gram.
+/// The run being collected, whose rows are the kept rows of consecutive lines with one n-gram
+/// (`Runs::open_rows`).
 pub struct Open<'a> {
     pub key: &'a [u8],
     tagged: bool,
-    rows: Vec<(u16, i64, i64)>,
 }
 
 /// Why a chunk's runs cannot be built here.
@@ -54,21 +56,21 @@ impl Runs {
         runs
     }
 
-    pub fn open<'a>(&self, key: &'a [u8], policy: &Policy) -> Open<'a> {
+    pub fn open<'a>(&mut self, key: &'a [u8], policy: &Policy) -> Open<'a> {
+        self.open_rows.clear();
         Open {
             key,
             tagged: policy.drop_tagged && crate::policy::tagged(key),
-            rows: Vec::new(),
         }
     }
 
     /// Add one line's rows to `run`, dropping those the policy drops.
-    pub fn add(&mut self, run: &mut Open, rows: &[(u16, i64, i64)], policy: &Policy) {
+    pub fn add(&mut self, run: &Open, rows: &[(u16, i64, i64)], policy: &Policy) {
         for &row in rows {
             if run.tagged || row.0 < policy.year_min || row.0 > policy.year_max {
                 self.dropped += 1;
             } else {
-                run.rows.push(row);
+                self.open_rows.push(row);
             }
         }
     }
@@ -76,12 +78,12 @@ impl Runs {
     /// Close `run`: one row of the table, unless the policy dropped all of its rows.
     /// A total past int64 is left to the reference path, which names the n-gram.
     pub fn close(&mut self, run: Open, policy: &Policy) -> Result<(), Unrepresentable> {
-        if run.rows.is_empty() {
+        if self.open_rows.is_empty() {
             return Ok(());
         }
         let (mut total_match, mut total_volume) = (0i64, 0i64);
         let mut mask = [0u8; MASK_BYTES];
-        for &(year, m, v) in &run.rows {
+        for &(year, m, v) in &self.open_rows {
             total_match = total_match.checked_add(m).ok_or(Unrepresentable)?;
             total_volume = total_volume.checked_add(v).ok_or(Unrepresentable)?;
             let bit = (year - YEAR_MIN) as usize;
@@ -100,16 +102,19 @@ impl Runs {
         self.volumes.push(total_volume);
         self.masks.extend_from_slice(&mask);
         if policy.keep_years {
-            self.add_series(run.rows)?;
+            let mut rows = std::mem::take(&mut self.open_rows);
+            let added = self.add_series(&mut rows);
+            self.open_rows = rows;
+            added?;
         }
         Ok(())
     }
 
     /// The run's (year, match, volume) series: summed per year, years ascending.
-    fn add_series(&mut self, mut rows: Vec<(u16, i64, i64)>) -> Result<(), Unrepresentable> {
+    fn add_series(&mut self, rows: &mut [(u16, i64, i64)]) -> Result<(), Unrepresentable> {
         rows.sort_by_key(|row| row.0); // stable, and usually sorted already
         let mut last = None;
-        for (year, m, v) in rows {
+        for &(year, m, v) in rows.iter() {
             if last == Some(year) {
                 // Each year's sum is part of the run's total, which fitted.
                 *self.series_matches.last_mut().unwrap() += m;

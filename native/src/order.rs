@@ -1,0 +1,174 @@
+//! The order of a column of keys laid out as Arrow strings (offsets into one byte buffer): the rows
+//! in key order, and where each group of equal keys begins in it.
+//!
+//! A merge of run tables (transforms/merge.py) needs both. Its tables arrive sorted (Google's files
+//! are) or as a few sorted pieces (the tables of several files, or a merge step's heads of several
+//! run files), so the natural sorted runs of the column are merged: O(n log k) comparisons for k
+//! pieces, where a sort of the whole column paid O(n log n) (and a sorted column costs one pass).
+//! Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
+
+/// Keys as Arrow's string arrays hold them: key i is `data[offsets[i]..offsets[i + 1]]`.
+pub struct Keys<'a> {
+    pub offsets: &'a [i32],
+    pub data: &'a [u8],
+}
+
+impl Keys<'_> {
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Whether the offsets are non-decreasing and within the data: what `get` relies on.
+    pub fn valid(&self) -> bool {
+        self.offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1])
+            && self
+                .offsets
+                .last()
+                .is_none_or(|&end| end as usize <= self.data.len())
+    }
+}
+
+/// (rows in key order, or None when they already are; the position in that order of the first row
+/// of each group of equal keys). Equal keys keep their rows' order.
+pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
+    let n = keys.len();
+    let sorted = (1..n).all(|i| keys.get(i - 1) <= keys.get(i));
+    let order = (!sorted).then(|| stable_order(keys));
+    let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
+    let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
+    if n > 0 {
+        starts.push(0);
+    }
+    let mut previous = if n > 0 { keys.get(row(0)) } else { &[] };
+    for at in 1..n {
+        let key = keys.get(row(at));
+        if key != previous {
+            starts.push(at as i64);
+        }
+        previous = key;
+    }
+    (order, starts)
+}
+
+/// The rows in key order, ties in row order: a stable sort, which finds the sorted pieces the rows are
+/// in and merges them (Rust's driftsort), so a few pieces cost little more than a pass, and rows in
+/// no order an ordinary sort.
+fn stable_order(keys: &Keys) -> Vec<i64> {
+    let mut order: Vec<i64> = (0..keys.len() as i64).collect();
+    order.sort_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
+    order
+}
+
+/// The distinct tokens of the keys (n-grams: tokens joined by single spaces), sorted, as
+/// (offsets, bytes) of an Arrow string array.
+pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>) {
+    let mut tokens: Vec<&[u8]> = (0..keys.len())
+        .flat_map(|i| keys.get(i).split(|&b| b == b' '))
+        .collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    let mut offsets = Vec::with_capacity(tokens.len() + 1);
+    let mut bytes = Vec::with_capacity(tokens.iter().map(|t| t.len()).sum());
+    offsets.push(0);
+    for token in tokens {
+        bytes.extend_from_slice(token);
+        offsets.push(bytes.len() as i32);
+    }
+    (offsets, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys_of(words: &[&str]) -> (Vec<i32>, Vec<u8>) {
+        let mut offsets = vec![0];
+        let mut data = Vec::new();
+        for w in words {
+            data.extend_from_slice(w.as_bytes());
+            offsets.push(data.len() as i32);
+        }
+        (offsets, data)
+    }
+
+    fn check(words: &[&str]) {
+        let (offsets, data) = keys_of(words);
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        let (order, starts) = merge_order(&keys);
+        let rows: Vec<usize> = match &order {
+            Some(o) => o.iter().map(|&r| r as usize).collect(),
+            None => (0..words.len()).collect(),
+        };
+        let mut expected: Vec<usize> = (0..words.len()).collect();
+        expected.sort_by_key(|&i| (words[i].as_bytes(), i)); // stable: ties by row
+        assert_eq!(rows, expected, "{words:?}");
+        let sorted: Vec<&str> = rows.iter().map(|&r| words[r]).collect();
+        let mut want = Vec::new();
+        for at in 0..sorted.len() {
+            if at == 0 || sorted[at] != sorted[at - 1] {
+                want.push(at as i64);
+            }
+        }
+        assert_eq!(starts, want, "{words:?}");
+    }
+
+    #[test]
+    fn sorted_keys_need_no_order() {
+        let (offsets, data) = keys_of(&["a", "a", "b b", "c"]);
+        let (order, starts) = merge_order(&Keys {
+            offsets: &offsets,
+            data: &data,
+        });
+        assert!(order.is_none());
+        assert_eq!(starts, vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn pieces_merge_in_byte_order() {
+        check(&[]);
+        check(&["x"]);
+        check(&["b", "d", "a", "c", "e", "a", "d"]);
+        check(&["é", "z", "a", "é", "", "z"]);
+        check(&["d", "c", "b", "a", "a", "b"]);
+        check(&["a b", "a", "a", "a b", "ab"]);
+    }
+
+    #[test]
+    fn distinct_tokens_sorted() {
+        let (offsets, data) = keys_of(&["b a", "a", "c b a", "é", "a b"]);
+        let (offsets, bytes) = distinct_tokens(&Keys {
+            offsets: &offsets,
+            data: &data,
+        });
+        let tokens: Vec<&[u8]> = offsets
+            .windows(2)
+            .map(|w| &bytes[w[0] as usize..w[1] as usize])
+            .collect();
+        assert_eq!(tokens, vec![&b"a"[..], b"b", b"c", "é".as_bytes()]);
+    }
+
+    #[test]
+    fn random_pieces() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let vocabulary = ["", "a", "ab", "b", "b a", "ba", "c", "ü", "zz"];
+        for _ in 0..200 {
+            let words: Vec<&str> = (0..next() % 40)
+                .map(|_| vocabulary[next() % vocabulary.len()])
+                .collect();
+            check(&words);
+        }
+    }
+}

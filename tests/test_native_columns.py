@@ -1,0 +1,82 @@
+"""The native column functions (native/src/order.rs, masks.rs) against independent references: Arrow's
+stable sort, plain Python over the bits, NumPy's reduceat."""
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from ngramflow.schemas import YEAR_MIN
+from ngramflow.transforms import columnar, native
+
+TOKENS = ["", "a", "ab", "b", "b a", "ba", "c", "é", "ü b", "zz", "x y z", "a\u0301"]
+
+
+def _random_keys(rng: random.Random) -> pa.Array:
+    """Keys in a few sorted pieces, or in no order, sometimes a slice of a larger array."""
+    words = [rng.choice(TOKENS) for _ in range(rng.randrange(0, 80))]
+    if rng.random() < 0.5:
+        cuts = sorted(rng.sample(range(len(words) + 1), min(len(words) + 1, rng.randrange(1, 5))))
+        words = [w for start, end in zip([0, *cuts], [*cuts, len(words)]) for w in sorted(words[start:end])]
+    keys = pa.array(words, pa.string())
+    return keys.slice(2, len(keys) - 3) if len(keys) > 5 and rng.random() < 0.3 else keys
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_merge_order_is_a_stable_sort_and_its_groups(seed):
+    rng = random.Random(seed)
+    for _ in range(200):
+        keys = _random_keys(rng)
+        order, starts = native.merge_order(keys)
+        expected = pc.sort_indices(keys).to_numpy()  # stable
+        got = np.arange(len(keys)) if order is None else order
+        assert got.tolist() == expected.tolist()
+        assert (order is None) == (expected.tolist() == list(range(len(keys))))
+        in_order = keys.take(pa.array(got, pa.int64())).to_pylist()
+        assert starts.tolist() == [i for i, k in enumerate(in_order) if i == 0 or k != in_order[i - 1]]
+
+
+def _python_stats(mask: bytes) -> tuple[int, int, int]:
+    bits = [b for b in range(8 * len(mask)) if mask[b // 8] >> (b % 8) & 1]
+    return YEAR_MIN + bits[0], YEAR_MIN + bits[-1], len(bits)
+
+
+def test_mask_stats_count_the_bits_of_every_mask():
+    rng = np.random.default_rng(3)
+    masks = ((rng.random((500, columnar.MASK_BYTES)) < 0.03)
+             * rng.integers(1, 256, (500, columnar.MASK_BYTES))).astype(np.uint8)
+    masks[:, 0] |= (np.arange(500) % 7 == 0).astype(np.uint8)  # the first year
+    masks[:, -1] |= (np.arange(500) % 5 == 0).astype(np.uint8) << 7  # the last bit
+    masks[masks.sum(axis=1) == 0, 40] = 1
+    column = columnar.mask_array(masks).slice(9)
+    first, last, count = columnar.mask_stats(column)
+    assert list(zip(first.tolist(), last.tolist(), count.tolist())) == [
+        _python_stats(m) for m in column.to_pylist()]
+
+
+@pytest.mark.parametrize("joined", [0.0, 0.01, 0.5, 0.97])
+def test_masks_or_by_group_across_chunks_and_orders_as_numpy_reduces_them(joined):
+    rng = np.random.default_rng(int(joined * 100))
+    masks = rng.integers(0, 256, (3000, columnar.MASK_BYTES), dtype=np.uint8)
+    starts = np.flatnonzero(np.concatenate(([True], rng.random(2999) >= joined)))
+    column = columnar.mask_array(masks)
+    chunked = pa.chunked_array([column.slice(0, 1000), column.slice(1000, 1), column.slice(1001)])
+    order = rng.permutation(3000)
+    for found, expected in ((native.or_groups(chunked, None, starts), masks),
+                            (native.or_groups(chunked, order, starts), masks[order])):
+        assert found.to_pylist() == columnar.mask_array(np.bitwise_or.reduceat(expected, starts, axis=0)).to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distinct_tokens_are_every_token_once_in_byte_order(seed):
+    rng = random.Random(seed)
+    words = [t for t in TOKENS if t and " " not in t]
+    for _ in range(100):
+        ngrams = pa.array([" ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+                           for _ in range(rng.randrange(0, 50))], pa.string())
+        if len(ngrams) > 5 and rng.random() < 0.3:
+            ngrams = ngrams.slice(2, len(ngrams) - 4)
+        expected = sorted({t for n in ngrams.to_pylist() for t in n.split(" ")}, key=lambda t: t.encode())
+        assert native.distinct_tokens(ngrams).to_pylist() == expected

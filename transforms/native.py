@@ -1,0 +1,64 @@
+"""The native kernel (native/, Rust, built by `pip install` as ngramflow.transforms._kernel), and the
+Arrow and NumPy faces of its column functions; the per-chunk parse is transforms/kernel.py's."""
+
+import numpy as np
+import pyarrow as pa
+
+from ngramflow.errors import KernelMissing
+from ngramflow.schemas import YEAR_MAX, YEAR_MIN
+
+try:
+    from ngramflow.transforms import _kernel
+except ImportError as err:  # no silent fallback to a slower path: the command line shows this one line
+    raise KernelMissing(f"ngramflow's native parse kernel (ngramflow.transforms._kernel, built from native/ with "
+                        f"cargo) is not built or does not load ({err}); run `make setup`, which builds it "
+                        "(needs cargo)") from None
+
+assert _kernel.MASK_BYTES == (YEAR_MAX - YEAR_MIN) // 8 + 1, "native/ and schemas disagree on the year range"
+
+_NO_BYTES = pa.py_buffer(b"")
+
+
+def _string_buffers(strings: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
+    """(offsets, bytes) of a non-empty string array, its offsets those of its own rows (it may be a slice)."""
+    _, offsets, data = strings.buffers()
+    return offsets.slice(4 * strings.offset, 4 * (len(strings) + 1)), data or _NO_BYTES
+
+
+def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
+    """(the rows of a string array in key order, or None when they already are; the position in that
+    order of the first row of each group of equal keys): native/src/order.rs, a stable sort that merges
+    the array's sorted pieces."""
+    if len(keys) == 0:
+        return None, np.zeros(0, np.int64)
+    order, starts = _kernel.merge_order(*_string_buffers(keys))
+    return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
+
+
+def distinct_tokens(ngrams: pa.Array) -> pa.Array:
+    """The distinct tokens of a string array of n-grams, sorted: native/src/order.rs."""
+    if len(ngrams) == 0:
+        return pa.array([], pa.string())
+    offsets, tokens = _kernel.distinct_tokens(*_string_buffers(ngrams))
+    return pa.Array.from_buffers(pa.string(), len(offsets) // 4 - 1,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(tokens)])
+
+
+def mask_stats(masks: pa.FixedSizeBinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first year, last year, number of years), int16, of each year-set mask: native/src/masks.rs."""
+    width = masks.type.byte_width
+    data = masks.buffers()[1] if len(masks) else _NO_BYTES
+    found = _kernel.mask_stats(data.slice(masks.offset * width, len(masks) * width))
+    return tuple(np.frombuffer(column, np.int16) for column in found)
+
+
+def or_groups(masks, order: np.ndarray | None, starts: np.ndarray) -> pa.FixedSizeBinaryArray:
+    """The OR of the year-set masks (an array or chunked array) of each group of rows, group g being the
+    rows at positions starts[g] up to the next start of ``order`` (None: the rows themselves):
+    native/src/masks.rs, reading the chunks where they lie."""
+    chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
+    width = masks.type.byte_width
+    found = _kernel.or_groups([c.buffers()[1].slice(c.offset * width, len(c) * width) for c in chunks if len(c)],
+                              None if order is None else np.ascontiguousarray(order, np.int64),
+                              np.ascontiguousarray(starts, np.int64), len(masks))
+    return pa.FixedSizeBinaryArray.from_buffers(masks.type, len(starts), [None, pa.py_buffer(found)])
