@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from ngramflow.schemas import RESERVED_TOKENS
 from ngramflow.transforms.mkn import native
-from ngramflow.transforms.mkn.tables import Index, Work
+from ngramflow.transforms.mkn.tables import Index, Work, Writers
 
 #: Where an adjusted count came from; the kernel's origin codes are indices into this tuple.
 INPUT, SUFFIX, FLOOR, RESERVED = "input", "suffix", "floor", "reserved"
@@ -45,26 +45,30 @@ RAW = native.schema(raw=pa.int64())
 EXTENSIONS = native.schema(extensions=pa.int64())
 ADJUSTED = native.schema(a=pa.int64())
 
+#: Rows of a part file the scatter pass deals into buckets at once.
+SCATTER_ROWS = 256 * 1024
+
 
 def scatter_part(work: Work, order: int, path: str, model_order: int) -> tuple[list, list | None]:
     """An input part file's (ngram, match_count) rows of ORDER -> (files written: its "input" and
     "extensions" buckets, or at the highest order its "adjusted" ones; the file's summary of the
-    highest order, else None)."""
-    part = pq.read_table(path, columns=["ngram", "match_count"])
-    rows = pa.table({"ngram": part.column("ngram"), "count": part.column("match_count")})
-    summary = None
-    if order == model_order > 1:
-        # The import totals each n-gram once, in one part file, so the file's rows are the order's own.
-        written = work.write("adjusted", order, native.lay_out(rows.rename_columns(["ngram", "a"]), native.CONTEXT,
-                                                               work.buckets))
-        counts = rows.column("count").to_numpy()
-        summary = summary_of(counts, np.full(len(counts), ORIGINS.index(INPUT)))
-    else:
-        written = work.write("input", order, native.lay_out(rows.rename_columns(["ngram", "raw"]), native.NGRAM,
-                                                            work.buckets))
-    if order > 1:
-        written += work.write("extensions", order - 1, native.suffixes(rows.column("ngram"), work.buckets))
-    return written, summary
+    highest order, else None). Read and dealt SCATTER_ROWS at a time: a part file's rows are the
+    import's to size, the task's memory the stage's."""
+    # The import totals each n-gram once, in one part file, so at the highest order the file's rows are its own.
+    highest = order == model_order > 1
+    table, key = ("adjusted", native.CONTEXT) if highest else ("input", native.NGRAM)
+    summary = summary_of(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    with Writers(work, table, order) as counted, Writers(work, "extensions", order - 1) as extending:
+        for batch in pq.ParquetFile(path).iter_batches(SCATTER_ROWS, columns=["ngram", "match_count"]):
+            rows = pa.table({"ngram": batch.column(0), "a" if highest else "raw": batch.column(1)})
+            counted.write(native.lay_out(rows, key, work.buckets))
+            if highest:
+                counts = batch.column(1).to_numpy()
+                batch_summary = summary_of(counts, np.full(len(counts), ORIGINS.index(INPUT)))
+                summary = [total + more for total, more in zip(summary, batch_summary)]
+            if order > 1:
+                extending.write(native.suffixes(batch.column(0), work.buckets))
+    return counted.written + extending.written, summary if highest else None
 
 
 def summary_of(a: np.ndarray, origins: np.ndarray) -> list[int]:

@@ -72,15 +72,37 @@ class Work(NamedTuple):
 
     def write(self, table: str, order: int, laid: Laid) -> list[Written]:
         """Rows laid out by bucket into TABLE's buckets: a new file per bucket that gets rows."""
-        folder = os.path.join(self.folder, table, f"order={order}")
-        written = []
+        with Writers(self, table, order) as writers:
+            writers.write(laid)
+        return writers.written
+
+
+class Writers:
+    """Batches of rows laid out by bucket, written into one new file per bucket of TABLE's order-ORDER rows
+    (opened at its first rows), so that a task can deal a large input into buckets a batch at a time."""
+
+    def __init__(self, work: Work, table: str, order: int):
+        self.folder = os.path.join(work.folder, table, f"order={order}")
+        self.table, self.order = table, order
+        self.files: dict[int, tuple[str, ipc.RecordBatchFileWriter]] = {}
+        self.written: list[Written] = []
+
+    def write(self, laid: Laid) -> None:
         for bucket, part in laid.buckets():
-            path = os.path.join(folder, f"bucket={bucket}", f"part-{uuid.uuid4().hex}{WORK_SUFFIX}")
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with ipc.new_file(path, part.schema) as writer:
-                writer.write_table(part)
-            written.append(Written(table, order, bucket, path))
-        return written
+            if bucket not in self.files:
+                path = os.path.join(self.folder, f"bucket={bucket}", f"part-{uuid.uuid4().hex}{WORK_SUFFIX}")
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                self.files[bucket] = (path, ipc.new_file(path, part.schema))
+            self.files[bucket][1].write_table(part)
+
+    def __enter__(self) -> "Writers":
+        return self
+
+    def __exit__(self, *failed) -> None:
+        for _, writer in self.files.values():
+            writer.close()
+        self.written = [Written(self.table, self.order, bucket, path)
+                        for bucket, (path, _) in sorted(self.files.items())]
 
 
 def write_model(root: str, name: str, table: pa.Table, schema: pa.Schema) -> int:
