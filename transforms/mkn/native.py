@@ -1,8 +1,9 @@
 """The MKN stage's per-bucket kernels (native/src/mkn.rs) as functions of Arrow arrays.
 
-Each kernel reads its tables' buffers in place (large-string offsets and bytes, 8-byte numbers) and
-returns its rows already ordered by the bucket of the key the next pass joins on, with the first row
-of each bucket (``Laid``): Python only slices them into files. No Python object is made per row.
+Each kernel reads its tables' buffers where they lie, chunk by chunk (string offsets, int32 or int64,
+and bytes; 8-byte numbers) and returns its rows already ordered by the bucket of the key the next pass
+joins on, with the first row of each bucket (``Laid``): Python only slices them into files. No Python
+object is made per row.
 """
 
 import ctypes
@@ -27,10 +28,10 @@ def keep_freed_memory() -> None:
 
     Each task allocates its tables and the kernel's output afresh, hundreds of MB; glibc serves blocks that
     large with mmap and returns them when freed, so every task paid a page fault per 4 KiB it touched:
-    1.6M faults and 5 s of system time in a 7.1M-n-gram model (3.75M words, order 5), 27 of 91 s of CPU at
-    42.9M. From the heap, kept, they are faulted in once: 0.8M faults there, 3 s. The peak, which the
-    memory budget bounds, is the same; what is freed is kept at that peak until the worker ends. Where
-    the C library is not glibc, there is no mallopt and nothing to do."""
+    1.6M minor faults and 5 s of system time in a 7.1M-n-gram model (3.75M words, order 5, one worker).
+    From the heap, kept, they were faulted in once: 0.78M faults, 2.9 s. The peak, which the memory budget
+    bounds, is the same; what is freed is kept at that peak until the process ends. Where the C library
+    is not glibc, there is no mallopt and nothing to do."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
