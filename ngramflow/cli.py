@@ -106,8 +106,9 @@ def _add_mkn(sub):
     p.add_argument("--order", type=typed(int, "--order"), required=True, metavar="N", help="the model's order")
     _add_mkn_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing MKN model (and ARPA file)")
-    p.add_argument("--workers", type=typed(int, "--workers"), default=1,
-                   help="parallel worker processes of the embedded runner")
+    p.add_argument("--workers", type=typed(int, "--workers"), default=None,
+                   help="parallel worker threads of the embedded runner (default: one per core, at most one per "
+                        "GiB of --mkn-memory, for a model of more than 1M n-grams of its highest order, else 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary")
     p.add_argument("-v", "--verbose", action="store_true", help="show the runner's own log messages")
     p.set_defaults(handler=_mkn)

@@ -23,10 +23,10 @@ from ngramflow.transforms.mkn.discount import FALLBACK, KENLM_FALLBACK
 from ngramflow.transforms.mkn.stage import EstimateMkn
 from ngramflow.transforms.mkn.tables import Work
 from ngramflow.transforms.sinks import WriteRecords, write_then_rename
-from ngramflow.transforms.sizing import mkn_buckets, mkn_memory, mkn_task_bytes
+from ngramflow.transforms.sizing import mkn_buckets, mkn_memory
 
 
-#: The least budget the stage runs in: a worker's own share plus a small DuckDB task.
+#: The least budget the stage runs in: a worker's own share plus a small task.
 MIN_MEMORY = 512 << 20
 
 
@@ -83,8 +83,8 @@ def build_mkn(pipeline: beam.Pipeline, source: OutputDir, out: OutputDir, settin
     """Add the stage to PIPELINE: from the n-gram part files in SOURCE of the orders in ORDER_ROWS
     ({order: n-grams}) to the model's files in OUT, with WORKERS processes sharing the memory budget."""
     orders = [order for order in sorted(order_rows) if order <= settings.order]
-    work = Work(folder=out.join(layout.SPILL, layout.MKN), buckets=mkn_buckets(max(order_rows.values()), workers),
-                task_bytes=mkn_task_bytes(settings.budget, workers), threads=max(1, (os.cpu_count() or 1) // workers))
+    work = Work(folder=out.join(layout.SPILL, layout.MKN),
+                buckets=mkn_buckets(max(order_rows.values()), workers, settings.budget))
     parts = [(order, path) for order in orders for path in source.list_files(layout.ngrams_folder(order), ".parquet")]
     results = (
         pipeline

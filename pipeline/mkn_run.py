@@ -8,6 +8,7 @@ when every MKN output is written. The import's own outputs are never touched.
 """
 
 import time
+from dataclasses import replace
 
 import apache_beam as beam
 
@@ -19,6 +20,7 @@ from ngramflow.pipeline.run import pipeline_options
 from ngramflow.schemas import layout
 from ngramflow.schemas.manifest import with_mkn
 from ngramflow.transforms.mkn.discount import DiscountError
+from ngramflow.transforms.sizing import mkn_workers
 
 
 def read_manifest(out: DatasetDir) -> dict:
@@ -40,9 +42,10 @@ def _mark(out: DatasetDir, text: str) -> None:
     out.write_text(layout.MKN_INCOMPLETE, f"{text} ({time.strftime('%Y-%m-%d %H:%M:%S')})\n")
 
 
-def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int = 1,
+def run_mkn(dataset: str, settings: MknSettings, overwrite: bool = False, workers: int | None = None,
             beam_args: list[str] | None = None) -> dict:
-    """Estimate the model from the dataset's n-grams; returns the updated manifest."""
+    """Estimate the model from the dataset's n-grams; returns the updated manifest. WORKERS None: one per core
+    for a large model, at most one per GiB of the budget (sizing.mkn_workers), else 1."""
     # The options first: a mistake in them is reported before the dataset is looked at or locked.
     settings.validate(overwrite)
     options = ImportOptions(inputs=[], output=dataset, workers=workers, beam_args=beam_args or []).validate()
@@ -55,6 +58,9 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, options: I
     dataset = out.path
     manifest = read_manifest(out)
     orders = _check_orders(manifest, settings.order, dataset)
+    order_rows = {o: manifest["orders"][str(o)]["ngrams"] for o in orders}
+    if options.workers is None:
+        options = replace(options, workers=mkn_workers(max(order_rows.values()), settings.budget))
     if "mkn" in manifest and not overwrite:
         raise UserError(f"{dataset} already has an order-{manifest['mkn']['order']} MKN model; "
                         "pass --overwrite to replace it")
@@ -66,8 +72,7 @@ def _run_mkn(out: DatasetDir, settings: MknSettings, overwrite: bool, options: I
     started = time.time()
     try:
         pipeline = beam.Pipeline(options=pipeline_options(options))
-        build_mkn(pipeline, out, build, settings, {o: manifest["orders"][str(o)]["ngrams"] for o in orders},
-                  options.workers)
+        build_mkn(pipeline, out, build, settings, order_rows, options.workers)
         pipeline.run().wait_until_finish()
         section = finish_mkn(build, settings)
     except KeyboardInterrupt:

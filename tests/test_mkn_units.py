@@ -1,37 +1,52 @@
-"""The MKN stage's formulas, as the SQL its passes run, checked against hand-computed values."""
+"""The MKN stage's formulas, as its native kernels (transforms/mkn/native.py) compute them, checked against
+hand-computed values."""
 
 import math
 
-import duckdb
 import pyarrow as pa
 import pytest
 
 from ngramflow.errors import UserError
 from ngramflow.pipeline.mkn import MknSettings, parse_fallback
-from ngramflow.transforms.mkn import arpa
-from ngramflow.transforms.mkn.adjust import FLOOR, INPUT, ORIGINS, RESERVED, SUCCESSOR_SUMS, SUFFIX, adjusted_sql
-from ngramflow.transforms.mkn.discount import (KENLM_FALLBACK, DiscountError, Discounts, add_summaries, backoff_mass,
-                                     discount_record, discount_table, estimate)
-from ngramflow.transforms.mkn.grams import can_back_off, context_of, starts_sentence, suffix_of
-from ngramflow.transforms.mkn.probability import LOG10_ZERO, discounted, log10_prob
-from ngramflow.transforms.mkn.tables import double, text
+from ngramflow.transforms.mkn import arpa, native
+from ngramflow.transforms.mkn.adjust import FLOOR, INPUT, ORIGINS, RESERVED, SUFFIX, successor_sums
+from ngramflow.transforms.mkn.discount import (KENLM_FALLBACK, DiscountError, Discounts, add_summaries,
+                                               discount_record, discount_table, estimate)
+from ngramflow.transforms.mkn.probability import LOG10_ZERO
 
 FALLBACK = Discounts(*KENLM_FALLBACK)
 
 
-def sql(expression: str, **columns):
-    """EXPRESSION evaluated in DuckDB over one row of COLUMNS (SQL literals)."""
-    names = ", ".join(f"{value} AS {name}" for name, value in columns.items()) or "1 AS unused"
-    return duckdb.sql(f"SELECT {expression} FROM (SELECT {names})").fetchall()[0][0]
+def grams(ngrams, **columns) -> pa.Table:
+    """A work table: the n-grams, then COLUMNS (lists of numbers)."""
+    return pa.table({"ngram": pa.array(ngrams, pa.large_string()), **columns})
+
+
+def contexts(successors: dict, lower: dict, discounts=FALLBACK) -> native.ContextBucket:
+    """The context kernel on SUCCESSORS {ngram: a} and LOWER {ngram: p}."""
+    return native.contexts(grams(list(successors), a=pa.array(list(successors.values()), pa.int64())),
+                           grams(list(lower), a=pa.array([1] * len(lower), pa.int64()),
+                                 p=pa.array(list(lower.values()), pa.float64())), discounts, 1)
+
+
+def by_ngram(table: pa.Table, column: str) -> dict:
+    return dict(zip(table.column("ngram").to_pylist(), table.column(column).to_pylist()))
 
 
 def test_context_suffix_and_order():
-    for ngram, context, suffix in [("a b c", "a b", "b c"), ("a", "", "")]:
-        assert (sql(context_of("g"), g=text(ngram)), sql(suffix_of("g"), g=text(ngram))) == (context, suffix)
-    assert all(sql(starts_sentence("g"), g=text(g)) for g in ("_START_ a", "_START_"))
-    assert not sql(starts_sentence("g"), g=text("a _START_x"))
-    assert not sql(can_back_off("g"), g=text("a _END_")) and not sql(can_back_off("g"), g=text("<unk>"))
-    assert sql(can_back_off("g"), g=text("_START_"))
+    # Rows go to the bucket of their context (all tokens but the last) or suffix (all but the first); '' for a unigram.
+    rows = grams(["a b c", "a"], a=pa.array([1, 2], pa.int64()))
+    for key, expected in [(native.CONTEXT, ["a b", ""]), (native.SUFFIX, ["b c", ""])]:
+        laid = native.lay_out(rows, key, 1000)
+        for bucket, part in laid.buckets():
+            for ngram in part.column("ngram").to_pylist():
+                assert bucket == native.bucket_of(expected[["a b c", "a"].index(ngram)], 1000), (key, ngram)
+    # No backoff after </s> or <unk>; <s> and words merely containing a boundary token's letters back off.
+    found = contexts({f"{h} x": 1 for h in ("a _END_", "<unk>", "_START_", "a_END_")},
+                     {"a _END_": 0.5, "<unk>": 0.5, "_START_": 0.5, "a_END_": 0.5})
+    backoffs = dict(zip(["a _END_", "<unk>", "_START_", "a_END_"], found.lower_log10_backoffs.to_pylist()))
+    assert backoffs["a _END_"] == 0.0 and backoffs["<unk>"] == 0.0
+    assert backoffs["_START_"] < 0 and backoffs["a_END_"] < 0
 
 
 @pytest.mark.parametrize("ngram, raw, extensions, expected", [
@@ -46,9 +61,13 @@ def test_context_suffix_and_order():
 ])
 def test_adjusted_counts(ngram, raw, extensions, expected):
     order = ngram.count(" ") + 1
-    row = duckdb.sql(f"SELECT {adjusted_sql(order, 3)} FROM (SELECT {text(ngram)} AS ngram, "
-                     f"{'NULL' if raw is None else raw}::BIGINT AS raw, {extensions}::BIGINT AS extensions)").fetchall()[0]
-    assert (row[0], ORIGINS[row[1]]) == expected
+    listed = [] if raw is None else [ngram]
+    # Extensions arrive one row per extending n-gram, from any part file.
+    found = native.adjust(grams(listed, raw=pa.array([raw] if listed else [], pa.int64())),
+                          grams([ngram] * extensions, extensions=pa.array([1] * extensions, pa.int64())),
+                          [ngram] if raw is None and not extensions else [], order, 3, 1).table
+    assert found.num_rows == 1
+    assert (found.column("a")[0].as_py(), ORIGINS[found.column("origin")[0].as_py()]) == expected
 
 
 def test_discounts_from_count_of_counts_by_hand():
@@ -56,9 +75,10 @@ def test_discounts_from_count_of_counts_by_hand():
     discounts, reason = estimate(2, (4, 2, 1, 1))
     assert reason is None
     assert (discounts.d1, discounts.d2, discounts.d3plus) == pytest.approx((0.5, 1.25, 1.0), abs=1e-12)
-    # u = (a - D(a)) / S with S = 1: what is taken off each count (nothing off a zero count).
-    assert [sql(discounted(str(c), "1", discounts)) for c in (0, 1, 2, 3, 50)] == \
-        pytest.approx([0.0, 0.5, 0.75, 2.0, 49.0])
+    # u = (a - D(a)) / S: what is taken off each count (nothing off a zero count), here S = 56.
+    counts = {"h a": 0, "h b": 1, "h c": 2, "h d": 3, "h e": 50}
+    u = by_ngram(contexts(counts, {"h": 0.5}, discounts).weighted.table, "u")
+    assert [u[g] * 56 for g in counts] == pytest.approx([0.0, 0.5, 0.75, 2.0, 49.0])
 
 
 def test_discount_bounds_are_kenlms():
@@ -92,22 +112,32 @@ def test_order_summaries_add_up_and_the_table_covers_every_order():
 
 
 def test_context_statistics_and_backoff_mass():
-    counts = ", ".join(f"({c})" for c in (1, 1, 2, 5, 0))
-    stats = duckdb.sql(f"SELECT {SUCCESSOR_SUMS} FROM (VALUES {counts}) t(a)").fetchall()[0]
-    assert stats == (9, 2, 1, 1)
-    gamma = backoff_mass("total", "n1", "n2", "n3plus", FALLBACK)
-    assert sql(gamma, total="9", n1="2", n2="1", n3plus="1") == pytest.approx((0.5 * 2 + 1 * 1 + 1.5 * 1) / 9)
-    assert sql(gamma, total="0", n1="0", n2="0", n3plus="0") == 1.0
+    assert successor_sums(pa.array([1, 1, 2, 5, 0]).to_numpy()) == [9, 2, 1, 1]
+    found = contexts({"h a": 1, "h b": 1, "h c": 2, "h d": 5, "h e": 0, "z a": 0}, {"h": 0.5, "z": 0.5})
+    sums = {row["ngram"]: (row["total"], row["n1"], row["n2"], row["n3plus"]) for row in found.contexts.to_pylist()}
+    assert sums == {"h": (9, 2, 1, 1), "z": (0, 0, 0, 0)}
+    gamma = by_ngram(found.weighted.table, "gamma")
+    assert gamma["h a"] == pytest.approx((0.5 * 2 + 1 * 1 + 1.5 * 1) / 9)
+    assert gamma["z a"] == 1.0  # successors that all count 0 observed nothing: all the mass backs off
+    assert found.lower_log10_backoffs.to_pylist() == pytest.approx([math.log10((0.5 * 2 + 1 + 1.5) / 9), 0.0])
 
 
 def test_probabilities_by_hand():
     # Context with sum 4: u(count 2) = (2 - 1) / 4; no mass at all under a zero sum.
-    assert sql(discounted("2", "4", FALLBACK)) == 0.25 and sql(discounted("2", "0", FALLBACK)) == 0.0
-    # Unigrams a:1, b:2, </s>:1 (sum 4, gamma (0.5*2 + 1)/4 = 0.5), |V| = 4 with <unk>: p = u + gamma / |V|.
-    uniform = sql(backoff_mass("4", "2", "1", "0", FALLBACK)) / 4
-    assert [sql(discounted(c, "4", FALLBACK)) + uniform for c in ("1", "2", "0")] == [0.25, 0.375, 0.125]
-    assert sql(log10_prob(double(1.0000001))) == 0.0 and sql(log10_prob(double(0.0))) == LOG10_ZERO
-    assert sql(log10_prob(double(0.5))) == pytest.approx(math.log10(0.5))
+    assert by_ngram(contexts({"h a": 2, "h b": 2}, {"h": 1.0}).weighted.table, "u")["h a"] == 0.25
+    assert by_ngram(contexts({"h a": 0}, {"h": 1.0}).weighted.table, "u")["h a"] == 0.0
+    # Unigrams a:1, b:2, </s>:1 (sum 4, gamma (0.5*2 + 1)/4 = 0.5), |V| = 4 with <unk>: p = u + gamma / |V|;
+    # <s> is never predicted: probability 1.
+    unigrams = grams(["a", "b", "<unk>", "_START_"], a=pa.array([1, 2, 0, 0], pa.int64()))
+    p = by_ngram(native.unigrams(unigrams, [4, 2, 1, 0], FALLBACK, 4, False, 1).table, "p")
+    assert [p["a"], p["b"], p["<unk>"], p["_START_"]] == [0.25, 0.375, 0.125, 1.0]
+    # p = u + gamma p(suffix), as log10 at the highest order: clamped at 0, LOG10_ZERO for 0.
+    weighted = grams(["x a", "x b", "x c"], a=pa.array([1, 1, 1], pa.int64()), u=[1.0000001, 0.0, 0.25],
+                     gamma=[0.0, 0.0, 0.5])
+    lower = grams(["a", "b", "c"], a=pa.array([1, 1, 1], pa.int64()), p=[0.5, 0.5, 0.5])
+    log10 = by_ngram(native.interpolate(weighted, lower, True, 0).table, "p")
+    assert log10["x a"] == 0.0 and log10["x b"] == LOG10_ZERO and log10["x c"] == pytest.approx(math.log10(0.5))
+    assert by_ngram(native.interpolate(weighted, lower, False, 0).table, "p")["x c"] == 0.5
 
 
 def test_arpa_lines():

@@ -5,11 +5,14 @@ import json
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from conftest import import_ok, ngrams_of, run_cli
 from ngramflow.transforms import checked
-from ngramflow.transforms.mkn.context import ContextSumOverflow, check_sums, unigram_context_table
+from ngramflow.transforms.mkn import native
+from ngramflow.transforms.mkn.context import ContextSumOverflow, check_sum, unigram_context_table
+from ngramflow.transforms.mkn.discount import Discounts
 
 BIG = 5 * 10**18  # fits int64; two of them do not
 MAX = 2**63 - 1
@@ -83,12 +86,15 @@ def test_wraps_are_found_however_often_a_sum_wrapped():
 
 
 def test_an_mkn_context_sum_past_int64_is_an_mkn_error():
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE fits AS SELECT 'a' AS context, {MAX}::HUGEINT AS total")
-    check_sums(con, 2, "fits")
-    con.execute(f"CREATE TABLE past AS SELECT 'a' AS context, {MAX + 1}::HUGEINT AS total")
+    def overflow(counts):
+        successors = pa.table({"ngram": pa.array([f"a {i}" for i in range(len(counts))], pa.large_string()),
+                               "a": pa.array(counts, pa.int64())})
+        lower = pa.table({"ngram": pa.array(["a"], pa.large_string()), "a": [1], "p": [0.5]})
+        return native.contexts(successors, lower, Discounts(0.5, 1.0, 1.5), 1).overflow
+
+    check_sum(2, overflow([MAX - 1, 1]))
     with pytest.raises(ContextSumOverflow, match="ngramflow mkn error: the adjusted_sum of 2-gram context 'a'"):
-        check_sums(con, 2, "past")
+        check_sum(2, overflow([MAX - 1, 1, 1]))
     assert unigram_context_table([MAX, 0, 0, 2]).to_pylist()[0]["adjusted_sum"] == MAX
     with pytest.raises(ContextSumOverflow, match="the adjusted_sum of the unigram context"):
         unigram_context_table([MAX + 1, 0, 0, 2])

@@ -116,7 +116,7 @@ def test_mkn_stage_on_a_tiny_text_gives_the_hand_computed_model(tmp_path):
         grams = sorted(g for g in counts if g.count(" ") + 1 == order)
         pq.write_table(pa.table({"ngram": grams, "match_count": [counts[g] for g in grams]}), path)
         parts.append((order, str(path)))
-    work = Work(str(tmp_path / "work"), buckets=3, task_bytes=256 << 20, threads=1)
+    work = Work(str(tmp_path / "work"), buckets=3)
 
     with TestPipeline() as p:
         model = p | beam.Create(parts) | EstimateMkn(work, 2, KENLM_FALLBACK, str(tmp_path / "out"))

@@ -186,36 +186,45 @@ def mkn_memory() -> int:
     return min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
 
 
-#: What a worker process of the stage holds besides its DuckDB task, taken off the budget: Python with
-#: Beam, pyarrow and DuckDB loaded peaks at 193 MiB before any task; twice that leaves room for
-#: Beam's own buffers of references and records.
+#: What the stage's process holds besides its tasks: Python with Beam, pyarrow and DuckDB loaded peaks at
+#: 193 MiB before any task; twice that leaves room for Beam's own buffers of references and records.
 MKN_PROCESS_BYTES = 384 << 20
-#: DuckDB's memory limit governs its buffer manager, not every allocation (its allocator's slack,
-#: query plans, the rows it hands back): the limit is set a quarter below the task's share.
-MKN_TASK_HEADROOM = 5 / 4
+#: What a task holds per row of its bucket at its peak (the order-n context pass, the largest: the bucket's
+#: successors and lower-order rows read, the kernel's hash map and output, the output's Arrow columns). Measured: one
+#: worker with 1M-row buckets (42.9M n-grams, order 5) peaked at 0.66 GiB, ~0.25 GiB of it before any task.
+MKN_TASK_ROW_BYTES = 400
+#: The least of the budget each worker of ``ngramflow mkn`` gets when the number of workers is left to it.
+MKN_WORKER_MEMORY = 1 << 30
 
-#: Rows of the largest order per bucket of the stage's tables. A task's peak memory follows its bucket's
-#: rows, so the stage's peak stops growing once the largest order fills one bucket: at 4M rows that took
-#: models of ~13M n-grams (order 5), and the peak at 43M n-grams was 1.8x that at 3.9M; at 1M rows the
-#: peak at 42.9M n-grams is 1.03x that at 7.1M (BENCHMARKS.md, "Speed and memory against lmplz"). More,
-#: smaller buckets cost some CPU time in per-task overhead (a DuckDB connection, more, smaller files).
+#: Rows of the largest order in the buckets of the tasks that run at once (one per worker), where the memory
+#: budget allows them. A task's peak memory follows its bucket's rows, so the stage's peak stops growing once
+#: the largest order fills one bucket. More, smaller buckets cost some CPU time in per-task overhead (more,
+#: smaller files).
 MKN_BUCKET_ROWS = 1 << 20
 #: The environment variable that sets other rows per bucket (tests force many buckets with few rows).
 MKN_BUCKET_ROWS_VARIABLE = "NGRAMFLOW_MKN_BUCKET_ROWS"
-#: Rows a task's scatter takes from DuckDB at once to deal into buckets (transforms/mkn/tables.py). They are held
-#: by pyarrow, outside DuckDB's memory limit, twice (the batch and its copy sorted by bucket): at ~60 bytes a
-#: row of the work tables, ~16 MiB, well within MKN_PROCESS_BYTES. Not tuned: DuckDB's own vector batches
-#: (2,048 rows) would cost a Python loop per 2k rows; a batch this size, per 128k.
-MKN_SCATTER_BATCH_ROWS = 128 * 1024
 
 
-def mkn_buckets(largest_order_rows: int, workers: int) -> int:
-    """Buckets of every table of the stage: enough for each to hold MKN_BUCKET_ROWS rows of the largest
-    order, and at least one per worker."""
-    rows = int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS))
+def mkn_workers(largest_order_rows: int, memory: int) -> int:
+    """Worker threads of ``ngramflow mkn`` on the embedded runner when --workers is not given: one per core once
+    the largest order fills more than one bucket, while each gets MKN_WORKER_MEMORY of the budget MEMORY; else 1.
+
+    From one bucket on, so that the stage's peak, a bucket's task per worker, is the same at every size above it.
+    On a loaded 2-core machine a second thread did not pay at 2.8M 5-grams (3.75M words: 15.7 s wall with one,
+    17.5 s with two) and did at 20M (30M words: 91.7 s and 77.7 s; BENCHMARKS.md, "MKN")."""
+    if largest_order_rows <= MKN_BUCKET_ROWS:
+        return 1
+    return max(1, min(os.cpu_count() or 1, memory // MKN_WORKER_MEMORY))
+
+
+def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
+    """Buckets of every table of the stage: enough for the WORKERS tasks that run at once (threads of one
+    process, with the embedded runner) to hold MKN_BUCKET_ROWS rows of the largest order together, or fewer
+    if they would not fit the budget MEMORY; at least one per worker. So the peak is the same with one worker
+    or more (42.9M n-grams, order 5, two workers: 41 buckets of 0.5M 5-grams peaked at 0.94 GiB, 21 of 1M at
+    1.38 GiB, for 73.2 and 71.3 s of CPU)."""
+    task_bytes = max(64 << 20, (memory - MKN_PROCESS_BYTES) // workers)
+    rows = min(int(os.environ.get(MKN_BUCKET_ROWS_VARIABLE, MKN_BUCKET_ROWS)) // workers,
+               task_bytes // MKN_TASK_ROW_BYTES)
+    rows = max(1, rows)
     return max(workers, -(-largest_order_rows // rows))
-
-
-def mkn_task_bytes(memory: int, workers: int) -> int:
-    """DuckDB's memory limit in one task, so that WORKERS processes stay within MEMORY together."""
-    return int((memory // workers - MKN_PROCESS_BYTES) / MKN_TASK_HEADROOM)

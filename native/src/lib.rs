@@ -10,6 +10,7 @@
 mod arpa;
 mod fields;
 mod masks;
+mod mkn;
 mod order;
 mod policy;
 mod runs;
@@ -323,5 +324,6 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
-    m.add_function(wrap_pyfunction!(arpa_lines, m)?)
+    m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
+    mkn::register(m)
 }

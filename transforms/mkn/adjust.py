@@ -16,102 +16,83 @@ explicitly, and each is counted in the manifest:
   (Google publishes only totals >= 40). It did occur, after something, so it
   has at least one left extension: its count is that lower bound, 1.
 
-Two passes:
+The joins and counts are the native kernel's (native.py, native/src/mkn.rs: ``adjust``). Two passes:
 
     scatter_part   one input part file of order n -> "input" rows (ngram, raw) in the bucket of the
-                   n-gram, and "extensions" (suffix, distinct n-grams) in the bucket of the suffix,
-                   summed within the file first (its n-grams are sorted, so suffixes repeat). At the
-                   model's highest order (above 1) a is the raw count, which the file holds: its rows go
-                   straight to "adjusted", with the file's summary, and skip adjust_bucket
+                   n-gram, and "extensions" (suffix, 1) in the bucket of the suffix, one per n-gram (a
+                   part file's suffixes hardly repeat: summing them there cost a hash look-up per
+                   n-gram and saved few rows). At the model's highest order (above 1) a is the raw
+                   count, which the file holds: its rows go straight to "adjusted" in the bucket of
+                   their context, with the file's summary, and skip adjust_bucket
     adjust_bucket  one bucket of order n's "input" and "extensions" -> "adjusted" rows (ngram, a) in
                    the bucket of their context (order 1: of the n-gram), and the order's summary:
                    [n-grams, t1..t4, one count per origin] (+ the unigram context's sums at order 1)
 """
 
-from ngramflow.schemas import RESERVED_TOKENS, START, UNK
-from ngramflow.transforms.mkn.grams import context_of, starts_sentence, suffix_of
-from ngramflow.transforms.mkn.tables import Index, Work, scan, text
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from ngramflow.schemas import RESERVED_TOKENS
+from ngramflow.transforms.mkn import native
+from ngramflow.transforms.mkn.tables import Index, Work, Writers
+
+#: Where an adjusted count came from; the kernel's origin codes are indices into this tuple.
 INPUT, SUFFIX, FLOOR, RESERVED = "input", "suffix", "floor", "reserved"
 ORIGINS = (INPUT, SUFFIX, FLOOR, RESERVED)
 
-RAW = {"ngram": "VARCHAR", "raw": "BIGINT"}
-EXTENSIONS = {"ngram": "VARCHAR", "extensions": "BIGINT"}
-ADJUSTED = {"ngram": "VARCHAR", "a": "BIGINT"}
+RAW = native.schema(raw=pa.int64())
+EXTENSIONS = native.schema(extensions=pa.int64())
+ADJUSTED = native.schema(a=pa.int64())
 
-#: A context's sums over its successors' adjusted counts ``a``: the sum, N1, N2, N3+ (context.py).
-SUCCESSOR_SUMS = ("coalesce(sum(a), 0) AS total, count(*) FILTER (a = 1) AS n1, count(*) FILTER (a = 2) AS n2, "
-                  "count(*) FILTER (a >= 3) AS n3plus")
+#: Rows of a part file the scatter pass deals into buckets at once.
+SCATTER_ROWS = 256 * 1024
 
 
 def scatter_part(work: Work, order: int, path: str, model_order: int) -> tuple[list, list | None]:
     """An input part file's (ngram, match_count) rows of ORDER -> (files written: its "input" and
     "extensions" buckets, or at the highest order its "adjusted" ones; the file's summary of the
-    highest order, else None)."""
-    con = work.connect()
-    source = f"read_parquet('{path}', hive_partitioning = false)"
-    summary = None
-    if order == model_order > 1:
-        # The import totals each n-gram once, in one part file, so the file's rows are the order's own.
-        written, _ = work.scatter(con, "adjusted", order, f"SELECT ngram, match_count AS a FROM {source}",
-                                  context_of("ngram"))
-        summary = summary_of(con, f"(SELECT match_count AS a, {ORIGINS.index(INPUT)} AS origin FROM {source})")
-    else:
-        written, _ = work.scatter(con, "input", order, f"SELECT ngram, match_count AS raw FROM {source}", "ngram")
-    if order > 1:
-        written += work.scatter(
-            con, "extensions", order - 1,
-            f"SELECT {suffix_of('ngram')} AS ngram, count(*) AS extensions FROM {source} GROUP BY 1", "ngram")[0]
-    con.close()
-    return written, summary
+    highest order, else None). Read and dealt SCATTER_ROWS at a time: a part file's rows are the
+    import's to size, the task's memory the stage's."""
+    # The import totals each n-gram once, in one part file, so at the highest order the file's rows are its own.
+    highest = order == model_order > 1
+    table, key = ("adjusted", native.CONTEXT) if highest else ("input", native.NGRAM)
+    summary = summary_of(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    with Writers(work, table, order) as counted, Writers(work, "extensions", order - 1) as extending:
+        for batch in pq.ParquetFile(path).iter_batches(SCATTER_ROWS, columns=["ngram", "match_count"]):
+            rows = pa.table({"ngram": batch.column(0), "a" if highest else "raw": batch.column(1)})
+            counted.write(native.lay_out(rows, key, work.buckets))
+            if highest:
+                counts = batch.column(1).to_numpy()
+                batch_summary = summary_of(counts, np.full(len(counts), ORIGINS.index(INPUT)))
+                summary = [total + more for total, more in zip(summary, batch_summary)]
+            if order > 1:
+                extending.write(native.suffixes(batch.column(0), work.buckets))
+    return counted.written + extending.written, summary if highest else None
 
 
-def summary_of(con, table: str) -> list[int]:
-    """An order's summary of TABLE's (a, origin) rows: [n-grams, t1..t4, one count per origin]."""
-    counts = ", ".join([f"count(*) FILTER (a = {k})" for k in (1, 2, 3, 4)]
-                       + [f"count(*) FILTER (origin = {i})" for i in range(len(ORIGINS))])
-    return [int(v) for v in con.execute(f"SELECT count(*), {counts} FROM {table}").fetchall()[0]]
+def summary_of(a: np.ndarray, origins: np.ndarray) -> list[int]:
+    """An order's summary of adjusted counts A and their ORIGINS: [n-grams, t1..t4, one count per origin]."""
+    return ([len(a)] + [int(np.count_nonzero(a == k)) for k in (1, 2, 3, 4)]
+            + np.bincount(origins, minlength=len(ORIGINS)).tolist())
 
 
-def adjusted_sql(order: int, model_order: int) -> str:
-    """(a, origin index) of a joined row (raw: NULL when not in the input; extensions)."""
-    listed = f"CASE WHEN raw IS NULL THEN {ORIGINS.index(RESERVED)} ELSE {ORIGINS.index(INPUT)} END"
-    cases = [(f"ngram IN ({text(START)}, {text(UNK)})", "0", listed)] if order == 1 else []
-    raw_only = starts_sentence("ngram") if order < model_order else "true"
-    cases += [
-        (raw_only, "coalesce(raw, 0)", listed),
-        ("raw IS NULL", "extensions",
-         f"CASE WHEN extensions > 0 THEN {ORIGINS.index(SUFFIX)} ELSE {ORIGINS.index(RESERVED)} END"),
-        ("extensions = 0", "1", str(ORIGINS.index(FLOOR))),
-        ("true", "extensions", str(ORIGINS.index(INPUT))),
-    ]
-    count = "CASE " + " ".join(f"WHEN {when} THEN {then}" for when, then, _ in cases) + " END"
-    origin = "CASE " + " ".join(f"WHEN {when} THEN {then}" for when, _, then in cases) + " END"
-    return f"{count} AS a, {origin} AS origin"
+def successor_sums(a: np.ndarray) -> list[int]:
+    """A context's sums over its successors' adjusted counts A: the sum, N1, N2, N3+ (context.py)."""
+    return [int(a.sum(dtype=object)) if len(a) else 0, int(np.count_nonzero(a == 1)), int(np.count_nonzero(a == 2)),
+            int(np.count_nonzero(a >= 3))]
 
 
 def adjust_bucket(work: Work, index: Index, order: int, bucket: int, model_order: int) -> tuple[list, list]:
     """One bucket of order ORDER -> ("adjusted" files written, the bucket's summary of the order)."""
-    con = work.connect()
-    # The import totals each n-gram once, so an input row is an n-gram's only one.
-    raw = scan(con, index.files("input", order, bucket), RAW)
-    if order == 1:
-        # The reserved unigrams are always in the model, with no raw count unless the input has them.
-        reserved = " UNION ALL ".join(f"SELECT {text(t)}, NULL::BIGINT" for t in RESERVED_TOKENS)
-        raw = (f"(SELECT ngram, sum(raw) AS raw FROM (SELECT * FROM {raw} UNION ALL SELECT * FROM ({reserved}) "
-               f"r(ngram, raw) WHERE {work.bucket_of('ngram')} = {bucket}) GROUP BY ngram)")
-    con.execute(f"""
-        CREATE TEMP TABLE adjusted AS
-        WITH raw AS (SELECT * FROM {raw}),
-             extensions AS (SELECT ngram, sum(extensions) AS extensions
-                            FROM {scan(con, index.files("extensions", order, bucket), EXTENSIONS)} GROUP BY ngram),
-             joined AS (SELECT coalesce(r.ngram, e.ngram) AS ngram, r.raw, coalesce(e.extensions, 0) AS extensions
-                        FROM raw r FULL JOIN extensions e ON r.ngram = e.ngram)
-        SELECT ngram, {adjusted_sql(order, model_order)} FROM joined""")
-    key = "ngram" if order == 1 else context_of("ngram")
-    written, _ = work.scatter(con, "adjusted", order, "SELECT ngram, a FROM adjusted", key)
-    summary = summary_of(con, "adjusted")
+    # The reserved unigrams are always in the model, with no raw count unless the input has them: each in its bucket.
+    reserved = [t for t in RESERVED_TOKENS if native.bucket_of(t, work.buckets) == bucket] if order == 1 else []
+    laid = native.adjust(work.read(index, "input", order, bucket, RAW),
+                         work.read(index, "extensions", order, bucket, EXTENSIONS), reserved, order, model_order,
+                         work.buckets)
+    written = work.write("adjusted", order, native.Laid(laid.table.select(["ngram", "a"]), laid.starts))
+    a = laid.table.column("a").to_numpy()
+    summary = summary_of(a, laid.table.column("origin").to_numpy())
     if order == 1:  # the unigram context '', whose successors are every unigram: summed over the buckets
-        summary += [int(v) for v in con.execute(f"SELECT {SUCCESSOR_SUMS} FROM adjusted").fetchall()[0]]
-    con.close()
+        summary += successor_sums(a)
     return written, summary

@@ -14,6 +14,7 @@ gamma(h) = (D1 N1 + D2 N2 + D3+ N3+) / sum is what the discounts free.
                     context) in the bucket of their suffix. Successors of a context missing from the
                     model are left out and counted (orphans).
 
+The sums, joins and formulas are the native kernel's (native.py, native/src/mkn.rs: ``context_bucket``).
 The unigram context '' has every unigram as successor: its sums are added up over the buckets
 of the adjust pass instead (adjust.py), and its row is written once (unigram_context_table).
 """
@@ -23,11 +24,11 @@ import pyarrow as pa
 from ngramflow import schemas
 from ngramflow.schemas import layout
 from ngramflow.transforms.checked import INT64_MAX, too_large
-from ngramflow.transforms.mkn.adjust import ADJUSTED, SUCCESSOR_SUMS
-from ngramflow.transforms.mkn.discount import DiscountError, Discounts, backoff_mass
-from ngramflow.transforms.mkn.grams import can_back_off, context_of, suffix_of
-from ngramflow.transforms.mkn.probability import PROBABILITIES, PROBABILITY, discounted, log10_or_zero, log10_prob
-from ngramflow.transforms.mkn.tables import Index, Work, scan, write_rows
+from ngramflow.transforms.mkn import native
+from ngramflow.transforms.mkn.adjust import ADJUSTED
+from ngramflow.transforms.mkn.discount import DiscountError, Discounts
+from ngramflow.transforms.mkn.probability import PROBABILITIES, PROBABILITY
+from ngramflow.transforms.mkn.tables import Index, Work, order_column, write_model
 
 
 class ContextSumOverflow(DiscountError):
@@ -40,16 +41,10 @@ class ContextSumOverflow(DiscountError):
     """
 
 
-def check_sums(con, order: int, table: str) -> None:
-    """ContextSumOverflow for a context of TABLE (context, total) whose sum does not fit the int64 column."""
-    found = con.execute(f"SELECT context FROM {table} WHERE total > {INT64_MAX} LIMIT 1").fetchall()
-    if found:
-        raise ContextSumOverflow(too_large(f"the adjusted_sum of {order}-gram context {found[0][0]!r}"))
-
-
-def context_columns(order: int) -> str:
-    """The columns of schemas.MKN_CONTEXTS from a table (context, total, n1, n2, n3plus)."""
-    return f"context, {order}::TINYINT AS \"order\", total::BIGINT AS adjusted_sum, n1, n2, n3plus"
+def check_sum(order: int, overflowing: str | None) -> None:
+    """ContextSumOverflow if the kernel found an order-ORDER context whose sum does not fit int64."""
+    if overflowing is not None:
+        raise ContextSumOverflow(too_large(f"the adjusted_sum of {order}-gram context {overflowing!r}"))
 
 
 def unigram_context_table(stats: list[int]) -> pa.Table:
@@ -64,31 +59,17 @@ def context_bucket(work: Work, index: Index, order: int, bucket: int, discounts:
                    out_root: str) -> tuple[list, int]:
     """One context bucket of order ORDER -> ("weighted" files written, orphans); writes the bucket's
     context rows and order-(ORDER-1) model rows under OUT_ROOT."""
-    con = work.connect()
-    con.execute(f"""CREATE TEMP TABLE successors AS
-                    SELECT ngram, a, {context_of('ngram')} AS context
-                    FROM {scan(con, index.files('adjusted', order, bucket), ADJUSTED)}""")
-    con.execute(f"CREATE TEMP TABLE stats AS SELECT context, {SUCCESSOR_SUMS} FROM successors GROUP BY context")
-    check_sums(con, order, "stats")
-    write_rows(con, f"SELECT {context_columns(order)} FROM stats",
-               out_root, layout.part(layout.by_order(layout.MKN_CONTEXTS, order), bucket))
-    # Each order-(ORDER-1) model row with its sums as a context, where it is one: one join gives both the
-    # model rows' backoffs and the gamma of the successors' contexts. Only contexts in the model have a
-    # gamma: the successors of the others find none (orphans).
-    gamma = backoff_mass("s.total", "s.n1", "s.n2", "s.n3plus", discounts)
-    con.execute(f"""CREATE TEMP TABLE lower AS SELECT l.ngram, l.a, l.p, s.total, {gamma} AS gamma
-                    FROM {scan(con, index.files(PROBABILITIES, order - 1, bucket), PROBABILITY)} l
-                    LEFT JOIN stats s ON s.context = l.ngram""")
-    write_rows(con, f"""SELECT ngram, {order - 1}::TINYINT AS "order", a AS adjusted_count,
-                               {log10_prob('p')} AS log10_prob,
-                               CASE WHEN total IS NULL OR NOT ({can_back_off('ngram')}) THEN 0.0
-                                    ELSE {log10_or_zero('gamma')} END AS log10_backoff
-                        FROM lower""",
-               out_root, layout.part(layout.by_order(layout.MKN_NGRAMS, order - 1), bucket))
-    successors = con.execute("SELECT count(*) FROM successors").fetchall()[0][0]
-    written, rows = work.scatter(con, "weighted", order, f"""
-        SELECT s.ngram, s.a, {discounted('s.a', 'g.total', discounts)} AS u, g.gamma
-        FROM successors s JOIN (SELECT ngram AS context, total, gamma FROM lower WHERE total IS NOT NULL) g
-             ON s.context = g.context""", suffix_of("ngram"))
-    con.close()
-    return written, successors - rows
+    successors = work.read(index, "adjusted", order, bucket, ADJUSTED)
+    lower = work.read(index, PROBABILITIES, order - 1, bucket, PROBABILITY)
+    found = native.contexts(successors, lower, discounts, work.buckets)
+    check_sum(order, found.overflow)
+    sums = found.contexts
+    write_model(out_root, layout.part(layout.by_order(layout.MKN_CONTEXTS, order), bucket), pa.table({
+        "context": sums.column("ngram"), "order": order_column(order, sums.num_rows),
+        "adjusted_sum": sums.column("total"), "n1": sums.column("n1"), "n2": sums.column("n2"),
+        "n3plus": sums.column("n3plus")}), schemas.MKN_CONTEXTS)
+    write_model(out_root, layout.part(layout.by_order(layout.MKN_NGRAMS, order - 1), bucket), pa.table({
+        "ngram": lower.column("ngram"), "order": order_column(order - 1, lower.num_rows),
+        "adjusted_count": lower.column("a"), "log10_prob": found.lower_log10_probs,
+        "log10_backoff": found.lower_log10_backoffs}), schemas.MKN_NGRAMS)
+    return work.write("weighted", order, found.weighted), successors.num_rows - found.weighted.table.num_rows

@@ -12,7 +12,6 @@ order has t1 = t2 = t3 = 0 and always takes this path.
 from dataclasses import astuple, dataclass
 
 from ngramflow.transforms.mkn.adjust import FLOOR, ORIGINS, SUFFIX
-from ngramflow.transforms.mkn.tables import double
 
 #: KenLM's fallback discounts D1, D2, D3+.
 KENLM_FALLBACK = (0.5, 1.0, 1.5)
@@ -38,13 +37,6 @@ class Discounts:
     d1: float
     d2: float
     d3plus: float
-
-
-def backoff_mass(total: str, n1: str, n2: str, n3plus: str, discounts: Discounts) -> str:
-    """gamma(h) as SQL over a context's sums; a context whose successors all count 0 observed nothing,
-    so all its mass goes to the lower order."""
-    freed = f"{double(discounts.d1)} * {n1} + {double(discounts.d2)} * {n2} + {double(discounts.d3plus)} * {n3plus}"
-    return f"CASE WHEN {total} = 0 THEN 1.0::DOUBLE ELSE ({freed}) / {total}::DOUBLE END"
 
 
 def estimate(order: int, t: tuple) -> tuple[Discounts | None, str | None]:

@@ -25,6 +25,7 @@ import apache_beam as beam
 
 from ngramflow import schemas
 from ngramflow.schemas import layout
+from ngramflow.transforms.mkn import native
 from ngramflow.transforms.mkn.adjust import adjust_bucket, scatter_part
 from ngramflow.transforms.mkn.context import context_bucket, unigram_context_table
 from ngramflow.transforms.mkn.discount import SUMMARY_FIELDS, add_summaries, discount_table, discounts_of
@@ -66,7 +67,14 @@ def estimates(summaries: list, model_order: int, fallback: tuple | None) -> Esti
     return Estimates(discount_table(summaries, model_order, fallback), unigram)
 
 
-class Scatter(beam.DoFn):
+class Pass(beam.DoFn):
+    """A pass's tasks: each holds a bucket's tables and the kernel's output at once, a few hundred MB."""
+
+    def setup(self):
+        native.keep_freed_memory()
+
+
+class Scatter(Pass):
     def __init__(self, work: Work, model_order: int):
         self.work, self.model_order = work, model_order
 
@@ -78,7 +86,7 @@ class Scatter(beam.DoFn):
             yield beam.pvalue.TaggedOutput(SUMMARIES, (order, summary))
 
 
-class Adjust(beam.DoFn):
+class Adjust(Pass):
     def __init__(self, work: Work, model_order: int):
         self.work, self.model_order = work, model_order
 
@@ -88,7 +96,7 @@ class Adjust(beam.DoFn):
         yield beam.pvalue.TaggedOutput(SUMMARIES, (task.order, summary))
 
 
-class Unigrams(beam.DoFn):
+class Unigrams(Pass):
     def __init__(self, work: Work, model_order: int, root: str):
         self.work, self.model_order, self.root = work, model_order, root
 
@@ -98,7 +106,7 @@ class Unigrams(beam.DoFn):
                                   first["ngrams"] - 1, self.model_order, self.root)
 
 
-class Contexts(beam.DoFn):
+class Contexts(Pass):
     def __init__(self, work: Work, root: str):
         self.work, self.root = work, root
 
@@ -109,7 +117,7 @@ class Contexts(beam.DoFn):
         yield beam.pvalue.TaggedOutput(ORPHANS, (task.order, orphans))
 
 
-class Interpolate(beam.DoFn):
+class Interpolate(Pass):
     def __init__(self, work: Work, model_order: int, root: str):
         self.work, self.model_order, self.root = work, model_order, root
 

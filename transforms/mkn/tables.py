@@ -1,13 +1,12 @@
-"""Bucketed tables on disk: how the MKN stage's passes hand rows to each other, and the kernel
-(DuckDB, vectorized and bounded by a memory limit) that runs each pass inside one bucket.
+"""Bucketed tables on disk: how the MKN stage's passes hand rows to each other.
 
 A pass writes each row it produces into the bucket of the key the *next* pass joins on
-(``hash(key) % buckets``), as Arrow IPC files under ``WORK/TABLE/order=N/bucket=K/``. A task then
-reads one bucket of each table it joins, so every join is local to a bucket and no task holds more
-than a bucket's rows; DuckDB's hash joins and aggregates spill to disk past the task's memory
-limit, so a bucket larger than planned costs time, not memory. A join's memory is its build side
-(one row per distinct key, spread evenly by the hash); the rows that probe it stream, so a key with
-many rows (a frequent context) makes its task longer, never larger.
+(``hash(key) % buckets``, the native kernel's hash: native.py), as Arrow IPC files under
+``WORK/TABLE/order=N/bucket=K/``. A task then reads one bucket of each table it joins, so every join
+is local to a bucket and no task holds more than a bucket's rows: its memory follows the rows of a
+bucket, which the stage's planning bounds (sizing.mkn_buckets), however large the corpus. A key with
+many rows (a frequent context) makes its bucket's task longer, not larger than the others: buckets
+share rows, not keys.
 
 Tasks exchange references, not rows: a task returns the files it wrote as ``Written`` records,
 and the next pass's tasks read only files so listed. A retried task writes new files, and only the
@@ -15,22 +14,19 @@ references of the attempt that succeeded are passed on (as in transforms/runfile
 """
 
 import os
-import tempfile
 import uuid
 from typing import NamedTuple
 
-import duckdb
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
 
 from ngramflow.transforms import sizing
-from ngramflow.transforms.shards import split_by_key
+from ngramflow.transforms.mkn.native import Laid
+from ngramflow.transforms.sinks import write_then_rename
 
 #: Work files are written once and read once, by the same machine's tasks: uncompressed Arrow IPC, which
-#: costs no encoding either way. Against DuckDB's partitioned Parquet COPY (snappy), scattering 2.85M
-#: 5-grams into 3 buckets took 0.92 s of CPU instead of 1.44 (hash of the key included) and reading them
-#: back 0.12 s instead of 0.18, for ~3x the bytes on disk (108 MB against 37).
+#: costs no encoding either way (against snappy Parquet, ~1.5x less CPU to write and read, ~3x the bytes).
 WORK_SUFFIX = ".arrow"
 
 
@@ -58,80 +54,70 @@ class Index(dict):
 
 
 class Work(NamedTuple):
-    """Where the stage's tables live, how many buckets each has, and what one task may use."""
+    """Where the stage's tables live, and how many buckets each has."""
 
     folder: str
     buckets: int
-    task_bytes: int  # DuckDB's memory limit in one task
-    threads: int
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """A task's DuckDB, spilling into a folder of its own (workers' DuckDBs would reuse each other's
-        temporary file names in a shared one)."""
-        os.makedirs(os.path.join(self.folder, "_duckdb"), exist_ok=True)
-        spill = tempfile.mkdtemp(dir=os.path.join(self.folder, "_duckdb"))
-        return duckdb.connect(config={
-            "memory_limit": f"{max(64 << 20, self.task_bytes) >> 20}MB", "threads": self.threads,
-            "temp_directory": spill, "preserve_insertion_order": False})
+    def read(self, index: Index, table: str, order: int, bucket: int, schema: pa.Schema) -> pa.Table:
+        """One bucket of TABLE's order-ORDER rows (columns of SCHEMA), memory-mapped."""
+        paths = index.files(table, order, bucket)
+        if not paths:
+            return schema.empty_table()
+        parts = []
+        for path in paths:
+            with pa.memory_map(path) as source:
+                parts.append(ipc.open_file(source).read_all())
+        return pa.concat_tables(parts)  # a chunk per file: the kernels read chunks where they are
 
-    def bucket_of(self, key_sql: str) -> str:
-        return f"hash({key_sql}) % {self.buckets}"
-
-    def scatter(self, con, table: str, order: int, query: str, key_sql: str) -> tuple[list[Written], int]:
-        """Write the rows of QUERY into TABLE's buckets by the hash of KEY_SQL (an expression over them):
-        a file per bucket that gets rows; returns the files written and their rows."""
-        folder = os.path.join(self.folder, table, f"order={order}")
-        reader = con.sql(f"SELECT *, {self.bucket_of(key_sql)} AS _bucket FROM ({query})").to_arrow_reader(
-            sizing.MKN_SCATTER_BATCH_ROWS)
-        files, rows = {}, 0
-        try:
-            for batch in reader:
-                rows += batch.num_rows
-                last = batch.num_columns - 1  # the bucket
-                rows_only = pa.Table.from_batches([batch.select(list(range(last)))])
-                for bucket, part in split_by_key(rows_only, batch.column(last).to_numpy()):
-                    if bucket not in files:
-                        path = os.path.join(folder, f"bucket={bucket}", f"part-{uuid.uuid4().hex}{WORK_SUFFIX}")
-                        os.makedirs(os.path.dirname(path), exist_ok=True)
-                        files[bucket] = (path, ipc.new_file(path, part.schema))
-                    files[bucket][1].write_table(part)
-        finally:
-            for _, writer in files.values():
-                writer.close()
-        return [Written(table, order, bucket, path) for bucket, (path, _) in sorted(files.items())], rows
+    def write(self, table: str, order: int, laid: Laid) -> list[Written]:
+        """Rows laid out by bucket into TABLE's buckets: a new file per bucket that gets rows."""
+        with Writers(self, table, order) as writers:
+            writers.write(laid)
+        return writers.written
 
 
-def scan(con, paths: list[str], columns: dict[str, str]) -> str:
-    """A SQL table of COLUMNS ({name: DuckDB type}) read from the work files PATHS through CON, empty when
-    there are none."""
-    if not paths:
-        typed = ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns.items())
-        return f"(SELECT {typed} WHERE false)"
-    name = f"work_{uuid.uuid4().hex}"
-    con.register(name, ds.dataset(paths, format="ipc"))
-    return f"(SELECT {', '.join(columns)} FROM {name})"
+class Writers:
+    """Batches of rows laid out by bucket, written into one new file per bucket of TABLE's order-ORDER rows
+    (opened at its first rows), so that a task can deal a large input into buckets a batch at a time."""
+
+    def __init__(self, work: Work, table: str, order: int):
+        self.folder = os.path.join(work.folder, table, f"order={order}")
+        self.table, self.order = table, order
+        self.files: dict[int, tuple[str, ipc.RecordBatchFileWriter]] = {}
+        self.written: list[Written] = []
+
+    def write(self, laid: Laid) -> None:
+        for bucket, part in laid.buckets():
+            if bucket not in self.files:
+                path = os.path.join(self.folder, f"bucket={bucket}", f"part-{uuid.uuid4().hex}{WORK_SUFFIX}")
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                self.files[bucket] = (path, ipc.new_file(path, part.schema))
+            self.files[bucket][1].write_table(part)
+
+    def __enter__(self) -> "Writers":
+        return self
+
+    def __exit__(self, *failed) -> None:
+        for _, writer in self.files.values():
+            writer.close()
+        self.written = [Written(self.table, self.order, bucket, path)
+                        for bucket, (path, _) in sorted(self.files.items())]
 
 
-def double(value: float) -> str:
-    """A float as an exact DOUBLE literal (a bare 0.5 would be a DECIMAL in DuckDB)."""
-    return f"'{float(value)!r}'::DOUBLE"
+def write_model(root: str, name: str, table: pa.Table, schema: pa.Schema) -> int:
+    """TABLE as ROOT/NAME.parquet in SCHEMA's types, laid out as the dataset's other Parquet files (zstd, row
+    groups of ROW_GROUP_ROWS), under a temporary name, then renamed; no file if it has no rows. Returns the rows.
+
+    The n-gram column is not dictionary-encoded: its values are distinct, so the dictionary never pays, and
+    building it was a fifth of the stage's time."""
+    if table.num_rows:
+        write_then_rename(os.path.join(root, f"{name}.parquet"), lambda fh: pq.write_table(
+            table.cast(schema), fh, row_group_size=sizing.ROW_GROUP_ROWS, compression="zstd",
+            use_dictionary=[f.name for f in schema if f.name not in ("ngram", "context")]))
+    return table.num_rows
 
 
-def text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def write_rows(con, query: str, root: str, name: str) -> int:
-    """The rows of QUERY (the columns of a schema of schemas/, in its types) as ROOT/NAME.parquet, laid out as the
-    dataset's other Parquet files (zstd, row groups of ROW_GROUP_ROWS); no file if there are none.
-    Written by DuckDB under a temporary name, then renamed; returns the rows."""
-    path = os.path.join(root, f"{name}.parquet")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    partial = f"{path}.{os.getpid()}.partial"
-    rows = con.execute(f"COPY ({query}) TO '{partial}' (FORMAT parquet, COMPRESSION zstd, "
-                       f"ROW_GROUP_SIZE {sizing.ROW_GROUP_ROWS})").fetchall()[0][0]
-    if rows:
-        os.replace(partial, path)
-    else:
-        os.remove(partial)
-    return rows
+def order_column(order: int, rows: int) -> pa.Array:
+    """The "order" column of ROWS model rows."""
+    return pa.repeat(pa.scalar(order, pa.int8()), rows)
