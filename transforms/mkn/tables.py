@@ -19,11 +19,9 @@ from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 
-from ngramflow.transforms import sizing
 from ngramflow.transforms.mkn.native import Laid
-from ngramflow.transforms.sinks import write_then_rename
+from ngramflow.transforms.sinks import write_named_table
 
 #: Work files are written once and read once, by the same machine's tasks: uncompressed Arrow IPC, which
 #: costs no encoding either way (against snappy Parquet, ~1.5x less CPU to write and read, ~3x the bytes).
@@ -106,15 +104,10 @@ class Writers:
 
 
 def write_model(root: str, name: str, table: pa.Table, schema: pa.Schema) -> int:
-    """TABLE as ROOT/NAME.parquet in SCHEMA's types, laid out as the dataset's other Parquet files (zstd, row
-    groups of ROW_GROUP_ROWS), under a temporary name, then renamed; no file if it has no rows. Returns the rows.
-
-    The n-gram column is not dictionary-encoded: its values are distinct, so the dictionary never pays, and
-    building it was a fifth of the stage's time."""
+    """TABLE as ROOT/NAME.parquet in SCHEMA's types, laid out as the dataset's other Parquet files
+    (sinks.write_named_table); no file if it has no rows. Returns the rows."""
     if table.num_rows:
-        write_then_rename(os.path.join(root, f"{name}.parquet"), lambda fh: pq.write_table(
-            table.cast(schema), fh, row_group_size=sizing.ROW_GROUP_ROWS, compression="zstd",
-            use_dictionary=[f.name for f in schema if f.name not in ("ngram", "context")]))
+        write_named_table(root, name, table, schema)
     return table.num_rows
 
 
