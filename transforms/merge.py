@@ -60,11 +60,11 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     keep_years = "year_series" in runs.column_names
     if keep_years and order is not None:  # the series are regrouped by consecutive rows (below)
         runs, keys, order = runs.take(order), keys.take(order), None
-    ngrams = keys.take(pa.array(starts if order is None else order[starts]))
+    ngrams = keys.take(pa.array(native.first_rows(order, starts)))
 
     def summed(column: str, name: str) -> pa.Array:
-        values = columnar.numpy(runs[column])
-        return pa.array(columnar.sum_by_ngram(values if order is None else values[order], starts, ngrams, name))
+        values = native.in_order(columnar.numpy(runs[column]), order)
+        return pa.array(columnar.sum_by_ngram(values, starts, ngrams, name))
 
     columns = [ngrams, summed("match", "match_count"), summed("volume", "volume_count"),
                native.or_groups(runs["years"], order, starts)]

@@ -35,6 +35,16 @@ def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
 
 
+def in_order(values: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    """VALUES (one per row) in merge_order's ORDER."""
+    return values if order is None else values[order]
+
+
+def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
+    """The row of the first of each group of merge_order's (ORDER, STARTS)."""
+    return starts if order is None else order[starts]
+
+
 def distinct_tokens(ngrams: pa.Array) -> pa.Array:
     """The distinct tokens of a string array of n-grams, sorted: native/src/order.rs."""
     if len(ngrams) == 0:

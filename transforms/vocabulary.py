@@ -61,14 +61,13 @@ def merge_tokens(table: pa.Table) -> pa.Table:
     order, starts = native.merge_order(tokens)
     if order is None and len(starts) == table.num_rows:
         return table.cast(TOKENS).combine_chunks()
-    rows = np.arange(table.num_rows) if order is None else order
 
     def counted(column: str) -> pa.Array:
-        most = np.maximum.reduceat(columnar.numpy(table[column].fill_null(-1))[rows], starts)
+        most = np.maximum.reduceat(native.in_order(columnar.numpy(table[column].fill_null(-1)), order), starts)
         return pa.array(most, pa.int64(), mask=most < 0)
 
-    return pa.table([tokens.take(pa.array(rows[starts])), counted("match_count"), counted("volume_count")],
-                    schema=TOKENS)
+    return pa.table([tokens.take(pa.array(native.first_rows(order, starts))), counted("match_count"),
+                     counted("volume_count")], schema=TOKENS)
 
 
 class MergeTokenTables(LogStructuredMerge):

@@ -46,8 +46,8 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
 }
 
 /// The bytes of a slice of plain numbers, in the machine's (little-endian, as Arrow's) order.
-fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
-    // SAFETY: T is a plain integer type here (no padding, any bit pattern valid as bytes).
+pub(crate) fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: T is a plain number type (no padding, any bit pattern valid as bytes).
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 

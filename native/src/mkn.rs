@@ -9,6 +9,7 @@
 //!
 //! The formulas are KenLM's (DOMAIN.md): each function says which one it computes.
 
+use crate::bytes_of;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -771,11 +772,6 @@ impl Drop for View {
             unsafe { ffi::PyBuffer_Release(&mut *self.0) }
         });
     }
-}
-
-fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
-    // SAFETY: T is a plain number type (no padding, any bit pattern valid as bytes).
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
 fn py_bytes<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyAny> {
