@@ -25,6 +25,11 @@ def _string_buffers(strings: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
     return offsets.slice(4 * strings.offset, 4 * (len(strings) + 1)), data or _NO_BYTES
 
 
+def count_lines(text: bytes) -> int:
+    """The lines of a piece of whole lines, the last perhaps without its newline."""
+    return _kernel.count_lines(text)
+
+
 def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     """(the rows of a string array in key order, or None when they already are; the position in that
     order of the first row of each group of equal keys): native/src/order.rs, a stable sort that merges

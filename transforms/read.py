@@ -26,6 +26,7 @@ from isal import igzip, isal_zlib
 from ngramflow.transforms import formats, table_coder  # noqa: F401  (tables' coder, used below)
 from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.kernel import collapse_chunk
+from ngramflow.transforms.native import count_lines
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import CHUNK_BYTES, EMIT_RUNS, EXPANSION
 
@@ -212,7 +213,7 @@ class LineReader:
                     return
                 cut = len(self.pending)  # the file's last line has no newline
             piece = self.pending[:cut]
-            lines = piece.count(b"\n") + (not piece.endswith(b"\n"))
+            lines = count_lines(piece)
             yield self.line, lines, piece
             self.pending, self.offset, self.line = self.pending[cut:], self.offset + cut, self.line + lines
 

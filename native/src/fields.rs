@@ -20,25 +20,31 @@ pub enum Format {
     V2009,
 }
 
-/// A count: plain ASCII digits (leading zeros allowed) that fit an int64.
-pub fn count(field: &[u8]) -> Option<i64> {
-    if field.is_empty() {
+/// The count that `text` starts with, and the bytes its digits take: at least one digit, the value
+/// fitting an int64; the first byte that is not a digit ends it.
+fn leading_count(text: &[u8]) -> Option<(i64, usize)> {
+    let digits = text
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(text.len());
+    if digits == 0 {
         return None;
     }
-    let mut value: i64 = 0;
-    for &byte in field {
-        let digit = byte.wrapping_sub(b'0');
-        if digit > 9 {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(digit as i64)?;
-    }
-    Some(value)
+    let value = if digits <= 18 {
+        // 18 digits stay below 10^18 < 2^63: no check needed.
+        text[..digits]
+            .iter()
+            .fold(0i64, |value, &b| value * 10 + (b - b'0') as i64)
+    } else {
+        text[..digits].iter().try_fold(0i64, |value, &b| {
+            value.checked_mul(10)?.checked_add((b - b'0') as i64)
+        })?
+    };
+    Some((value, digits))
 }
 
 /// A year: a count within [YEAR_MIN, YEAR_MAX].
-pub fn year(field: &[u8]) -> Option<u16> {
-    let value = count(field)?;
+fn in_years(value: i64) -> Option<u16> {
     (YEAR_MIN as i64..=YEAR_MAX as i64)
         .contains(&value)
         .then_some(value as u16)
@@ -66,64 +72,112 @@ pub fn ngram(field: &[u8]) -> Option<&[u8]> {
     Some(field)
 }
 
-/// The n-gram of one line and its (year, match, volume) rows, pushed onto `rows`. An n-gram equal to
-/// `checked` (the previous line's, in a file where an n-gram's lines follow each other) is not checked
-/// again.
+/// Reads the fields of one line from the start of a chunk's unread text, digits where they are,
+/// each number ended by the byte that must follow it: one pass, no line or field split first.
+struct Cursor<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    /// The count at the cursor, then past it and the one byte after it, which must be `then`.
+    fn count_then(&mut self, then: u8) -> Option<i64> {
+        let (value, digits) = leading_count(&self.text[self.at..])?;
+        self.at += digits;
+        (self.text.get(self.at) == Some(&then)).then(|| {
+            self.at += 1;
+            value
+        })
+    }
+
+    /// The line's last count: the line ends after it, at a newline or the end of the text.
+    fn last_count(&mut self) -> Option<i64> {
+        let (value, digits) = leading_count(&self.text[self.at..])?;
+        self.at += digits;
+        self.line_end().then_some(value)
+    }
+
+    /// Whether the cursor is at the line's end; then past its newline.
+    fn line_end(&mut self) -> bool {
+        match self.text.get(self.at) {
+            None => true,
+            Some(b'\n') => {
+                self.at += 1;
+                true
+            }
+            Some(_) => false,
+        }
+    }
+}
+
+/// The first line of `text` (a newline, or the end of `text`, ends it): its n-gram, its
+/// (year, match, volume) rows pushed onto `rows`, and the bytes the line and its newline take.
+/// An n-gram equal to `checked` (the previous line's, in a file where an n-gram's lines follow
+/// each other) is compared, not checked again, and given back as `checked` itself. A carriage return, a missing or extra field, or
+/// anything but plain digits in a number gives None.
 pub fn line<'a>(
     text: &'a [u8],
     format: Format,
-    checked: Option<&[u8]>,
+    checked: Option<&'a [u8]>,
     rows: &mut Vec<(u16, i64, i64)>,
-) -> Option<&'a [u8]> {
-    if text.last() == Some(&b'\r') {
-        return None; // the careful parser strips line endings; let it
-    }
-    let mut fields = text.split(|&b| b == b'\t');
-    let field = fields.next()?;
-    let key = if checked == Some(field) {
-        field
-    } else {
-        ngram(field)?
+) -> Option<(&'a [u8], usize)> {
+    let key = match checked {
+        Some(previous)
+            if text.get(previous.len()) == Some(&b'\t') && text.starts_with(previous) =>
+        {
+            previous
+        }
+        _ => {
+            let end = text.iter().position(|&b| b == b'\t' || b == b'\n')?;
+            if text[end] != b'\t' {
+                return None;
+            }
+            ngram(&text[..end])?
+        }
+    };
+    let mut cursor = Cursor {
+        text,
+        at: key.len() + 1,
     };
     match format {
         Format::V2012 => {
-            let (y, m, v) = (fields.next()?, fields.next()?, fields.next()?);
-            rows.push((year(y)?, count(m)?, count(v)?));
+            let year = in_years(cursor.count_then(b'\t')?)?;
+            let matches = cursor.count_then(b'\t')?;
+            rows.push((year, matches, cursor.last_count()?));
         }
         Format::V2009 => {
-            let (y, m, p, v) = (
-                fields.next()?,
-                fields.next()?,
-                fields.next()?,
-                fields.next()?,
-            );
-            count(p)?;
-            rows.push((year(y)?, count(m)?, count(v)?));
+            let year = in_years(cursor.count_then(b'\t')?)?;
+            let matches = cursor.count_then(b'\t')?;
+            cursor.count_then(b'\t')?; // pages: checked, not kept
+            rows.push((year, matches, cursor.last_count()?));
         }
-        Format::V2020 => {
-            let before = rows.len();
-            for tuple in fields.by_ref() {
-                let mut parts = tuple.split(|&b| b == b',');
-                let (y, m, v) = (parts.next()?, parts.next()?, parts.next()?);
-                if parts.next().is_some() {
-                    return None;
-                }
-                rows.push((year(y)?, count(m)?, count(v)?));
+        Format::V2020 => loop {
+            let year = in_years(cursor.count_then(b',')?)?;
+            let matches = cursor.count_then(b',')?;
+            let (volumes, digits) = leading_count(&text[cursor.at..])?;
+            cursor.at += digits;
+            rows.push((year, matches, volumes));
+            if cursor.line_end() {
+                break;
             }
-            if rows.len() == before {
+            if text[cursor.at] != b'\t' {
                 return None;
             }
-        }
+            cursor.at += 1; // another tuple follows
+        },
     }
-    if fields.next().is_some() {
-        return None; // more fields than the format has
-    }
-    Some(key)
+    Some((key, cursor.at))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A count that is the whole field.
+    fn count(field: &[u8]) -> Option<i64> {
+        let (value, used) = leading_count(field)?;
+        (used == field.len()).then_some(value)
+    }
 
     #[test]
     fn counts_are_plain_digits_that_fit() {
@@ -146,7 +200,16 @@ mod tests {
     #[test]
     fn a_2020_line_needs_whole_tuples() {
         let mut rows = Vec::new();
-        assert!(line(b"a\t1990,1,2\t1991,3,4", Format::V2020, None, &mut rows).is_some());
+        fn line_of<'a>(
+            text: &'a [u8],
+            rows: &mut Vec<(u16, i64, i64)>,
+        ) -> Option<(&'a [u8], usize)> {
+            line(text, Format::V2020, None, rows)
+        }
+        assert_eq!(
+            line_of(b"a\t1990,1,2\t1991,3,4\nb", &mut rows),
+            Some((&b"a"[..], 20))
+        );
         assert_eq!(rows, vec![(1990, 1, 2), (1991, 3, 4)]);
         for odd in [
             &b"a"[..],
@@ -155,7 +218,7 @@ mod tests {
             b"a\t1990,1,2,3",
             b"a\t1990,1,2\t",
         ] {
-            assert!(line(odd, Format::V2020, None, &mut rows).is_none());
+            assert!(line_of(odd, &mut rows).is_none());
         }
     }
 }

@@ -27,11 +27,18 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
     let mut runs = Runs::new(policy.keep_years);
     let mut rows = Vec::with_capacity(16);
     let mut open: Option<runs::Open> = None;
-    let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
-    for text in body.split(|&b| b == b'\n') {
+    let mut at = 0;
+    while at < chunk.len() {
         rows.clear();
-        let key = fields::line(text, format, open.as_ref().map(|run| run.key), &mut rows)?;
-        if open.as_ref().is_none_or(|run| run.key != key) {
+        let (key, used) = fields::line(
+            &chunk[at..],
+            format,
+            open.as_ref().map(|run| run.key),
+            &mut rows,
+        )?;
+        at += used;
+        // The same n-gram as the open run's comes back as that run's key itself.
+        if open.as_ref().is_none_or(|run| !std::ptr::eq(run.key, key)) {
             if let Some(run) = open.take() {
                 runs.close(run, policy).ok()?;
             }
@@ -114,6 +121,31 @@ fn collapse_chunk<'py>(
         ],
     )?;
     Ok(Some(result))
+}
+
+/// count_lines(text) -> int: the lines of a piece of whole lines (the last may lack its newline).
+#[pyfunction]
+fn count_lines(py: Python<'_>, text: &[u8]) -> usize {
+    py.allow_threads(|| newlines(text) + usize::from(text.last().is_some_and(|&b| b != b'\n')))
+}
+
+/// The newlines in `text`, counted in lanes of 32 bytes whose per-byte counts fit a byte for 255
+/// rounds: a loop the compiler turns into vector compares and adds.
+fn newlines(text: &[u8]) -> usize {
+    const LANE: usize = 32;
+    let mut total = 0;
+    for block in text.chunks(LANE * 255) {
+        let mut counts = [0u8; LANE];
+        let mut lanes = block.chunks_exact(LANE);
+        for lane in &mut lanes {
+            for (count, &byte) in counts.iter_mut().zip(lane) {
+                *count += (byte == b'\n') as u8;
+            }
+        }
+        total += counts.iter().map(|&n| n as usize).sum::<usize>();
+        total += lanes.remainder().iter().filter(|&&b| b == b'\n').count();
+    }
+    total
 }
 
 /// arpa_lines(offsets, text, log10_probs, log10_backoffs, has_backoff) -> bytes
@@ -320,6 +352,7 @@ fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
     m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
