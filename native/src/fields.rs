@@ -23,24 +23,27 @@ pub enum Format {
 /// The count that `text` starts with, and the bytes its digits take: at least one digit, the value
 /// fitting an int64; the first byte that is not a digit ends it.
 fn leading_count(text: &[u8]) -> Option<(i64, usize)> {
-    let digits = text
-        .iter()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(text.len());
-    if digits == 0 {
-        return None;
+    // One pass, unchecked: 18 digits stay below 10^18 < 2^63. Longer numbers are read again, checked.
+    let mut value: i64 = 0;
+    let mut digits = 0;
+    while let Some(digit) = text
+        .get(digits)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|&d| d <= 9)
+    {
+        value = value.wrapping_mul(10).wrapping_add(digit as i64);
+        digits += 1;
     }
-    let value = if digits <= 18 {
-        // 18 digits stay below 10^18 < 2^63: no check needed.
-        text[..digits]
+    match digits {
+        0 => None,
+        1..=18 => Some((value, digits)),
+        _ => text[..digits]
             .iter()
-            .fold(0i64, |value, &b| value * 10 + (b - b'0') as i64)
-    } else {
-        text[..digits].iter().try_fold(0i64, |value, &b| {
-            value.checked_mul(10)?.checked_add((b - b'0') as i64)
-        })?
-    };
-    Some((value, digits))
+            .try_fold(0i64, |value, &b| {
+                value.checked_mul(10)?.checked_add((b - b'0') as i64)
+            })
+            .map(|value| (value, digits)),
+    }
 }
 
 /// A year: a count within [YEAR_MIN, YEAR_MAX].
@@ -66,7 +69,7 @@ pub fn ngram(field: &[u8]) -> Option<&[u8]> {
         }
         previous = byte;
     }
-    if spaces >= MAX_ORDER || std::str::from_utf8(field).is_err() {
+    if spaces >= MAX_ORDER || !(field.is_ascii() || std::str::from_utf8(field).is_ok()) {
         return None;
     }
     Some(field)

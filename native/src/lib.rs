@@ -126,26 +126,10 @@ fn collapse_chunk<'py>(
 /// count_lines(text) -> int: the lines of a piece of whole lines (the last may lack its newline).
 #[pyfunction]
 fn count_lines(py: Python<'_>, text: &[u8]) -> usize {
-    py.allow_threads(|| newlines(text) + usize::from(text.last().is_some_and(|&b| b != b'\n')))
-}
-
-/// The newlines in `text`, counted in lanes of 32 bytes whose per-byte counts fit a byte for 255
-/// rounds: a loop the compiler turns into vector compares and adds.
-fn newlines(text: &[u8]) -> usize {
-    const LANE: usize = 32;
-    let mut total = 0;
-    for block in text.chunks(LANE * 255) {
-        let mut counts = [0u8; LANE];
-        let mut lanes = block.chunks_exact(LANE);
-        for lane in &mut lanes {
-            for (count, &byte) in counts.iter_mut().zip(lane) {
-                *count += (byte == b'\n') as u8;
-            }
-        }
-        total += counts.iter().map(|&n| n as usize).sum::<usize>();
-        total += lanes.remainder().iter().filter(|&&b| b == b'\n').count();
-    }
-    total
+    py.allow_threads(|| {
+        memchr::memchr_iter(b'\n', text).count()
+            + usize::from(text.last().is_some_and(|&b| b != b'\n'))
+    })
 }
 
 /// arpa_lines(offsets, text, log10_probs, log10_backoffs, has_backoff) -> bytes

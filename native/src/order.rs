@@ -8,7 +8,7 @@
 //! Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 /// Keys as Arrow's string arrays hold them: key i is `data[offsets[i]..offsets[i + 1]]`.
 pub struct Keys<'a> {
@@ -98,20 +98,101 @@ impl Hasher for WordHasher {
 /// The distinct tokens of the keys (n-grams: tokens joined by single spaces), sorted, as
 /// (offsets, bytes) of an Arrow string array.
 pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>) {
-    // Tokens repeat (n-grams share them): a hash set first, so that only distinct ones are sorted.
-    let distinct: HashSet<&[u8], BuildHasherDefault<WordHasher>> = (0..keys.len())
-        .flat_map(|i| keys.get(i).split(|&b| b == b' '))
+    // Tokens repeat (n-grams share them): sets first, so that only distinct ones are sorted. One set
+    // of a range's tokens is larger than the caches and each insert missed them, so the tokens are
+    // dealt to PARTS sets by their hash (bits no set uses for its own buckets or tags) a block at a
+    // time, and each set takes its block's tokens at once, while it is in cache.
+    let mut sets: Vec<TokenSet> = (0..PARTS).map(|_| TokenSet::default()).collect();
+    let mut block = Vec::with_capacity(BLOCK);
+    let mut dealt = Vec::with_capacity(BLOCK);
+    // Sorted n-grams mostly share their first tokens with the n-gram before, so a token equal to
+    // the one in the same place of the n-gram before is known without a set.
+    let mut before: Vec<&[u8]> = Vec::new();
+    for i in 0..keys.len() {
+        for (place, token) in keys.get(i).split(|&b| b == b' ').enumerate() {
+            match before.get_mut(place) {
+                Some(seen) if *seen == token => continue,
+                Some(seen) => *seen = token,
+                None => before.push(token),
+            }
+            block.push((hash_of(token), token));
+            if block.len() == BLOCK {
+                add_block(&mut block, &mut dealt, &mut sets);
+            }
+        }
+    }
+    add_block(&mut block, &mut dealt, &mut sets);
+    // Sorted by their first 8 bytes as a number, then by their bytes: most comparisons are one.
+    let mut tokens: Vec<(u64, &[u8])> = sets
+        .into_iter()
+        .flatten()
+        .map(|token| (head(token), token))
         .collect();
-    let mut tokens: Vec<&[u8]> = distinct.into_iter().collect();
     tokens.sort_unstable();
     let mut offsets = Vec::with_capacity(tokens.len() + 1);
-    let mut bytes = Vec::with_capacity(tokens.iter().map(|t| t.len()).sum());
+    let mut bytes = Vec::with_capacity(tokens.iter().map(|(_, t)| t.len()).sum());
     offsets.push(0);
-    for token in tokens {
+    for (_, token) in tokens {
         bytes.extend_from_slice(token);
         offsets.push(bytes.len() as i32);
     }
     (offsets, bytes)
+}
+
+type TokenSet<'a> = HashSet<&'a [u8], BuildHasherDefault<WordHasher>>;
+/// The sets a range's tokens are dealt to, and the tokens dealt at a time.
+const PARTS: usize = 256;
+const BLOCK: usize = 1 << 16;
+
+/// The set of a token of `hash`: bits that no set of fewer than 2^40 tokens uses for its buckets (the
+/// low bits) or its tags (the top 7).
+fn part(hash: u64) -> usize {
+    (hash >> 40) as usize % PARTS
+}
+
+/// Add a BLOCK of (hash, token) to their sets, set by set: dealt by a counting sort into `dealt`.
+fn add_block<'a>(
+    block: &mut Vec<(u64, &'a [u8])>,
+    dealt: &mut Vec<(u64, &'a [u8])>,
+    sets: &mut [TokenSet<'a>],
+) {
+    let mut starts = [0usize; PARTS + 1];
+    for &(hash, _) in block.iter() {
+        starts[part(hash) + 1] += 1;
+    }
+    for p in 0..PARTS {
+        starts[p + 1] += starts[p];
+    }
+    dealt.clear();
+    dealt.resize(block.len(), (0, &[]));
+    let mut next = starts;
+    for &(hash, token) in block.iter() {
+        let p = part(hash);
+        dealt[next[p]] = (hash, token);
+        next[p] += 1;
+    }
+    for (p, set) in sets.iter_mut().enumerate() {
+        set.extend(
+            dealt[starts[p]..starts[p + 1]]
+                .iter()
+                .map(|&(_, token)| token),
+        );
+    }
+    block.clear();
+}
+
+/// The hash a TokenSet gives `token`.
+fn hash_of(token: &[u8]) -> u64 {
+    BuildHasherDefault::<WordHasher>::default().hash_one(token)
+}
+
+/// The first 8 bytes of a key (zeros past its end) as a big-endian number: heads compare as the keys'
+/// byte order does, equal heads leaving the order to the rest of the bytes.
+fn head(key: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    let n = key.len().min(8);
+    word[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(word)
 }
 
 #[cfg(test)]

@@ -23,9 +23,11 @@ fn wildcard(token: &[u8]) -> bool {
 
 /// Whether any token of an n-gram is POS-tagged (policy.TAGGED_IN_NGRAM).
 pub fn tagged(ngram: &[u8]) -> bool {
-    ngram
-        .split(|&b| b == b' ')
-        .any(|token| wildcard(token) || tag_suffix(token).is_some())
+    // Tags and wildcards all have an underscore, which most n-grams do not.
+    memchr::memchr(b'_', ngram).is_some()
+        && ngram
+            .split(|&b| b == b' ')
+            .any(|token| wildcard(token) || tag_suffix(token).is_some())
 }
 
 /// policy.fold_case of every token of an ASCII n-gram, appended to `out`: words lower-cased,
