@@ -35,12 +35,12 @@ class ImportNgrams(beam.PTransform):
     records of the part files' n-gram ranges ("ranges"), reject tables, and statistics."""
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir,
-                 spill_budget: int | None):
+                 spill_budget: int | None, workers: int = 1):
         """``spill_budget``: the bytes of run tables each worker holds on the spill path; None: the counts
-        are totalled in keyed state (``shards``: its keys)."""
+        are totalled in keyed state (``shards``: its keys). ``workers``: how many run in parallel."""
         super().__init__()
         self.settings, self.min_count, self.shards, self.out = settings, min_count, shards, out
-        self.spill_budget = spill_budget
+        self.spill_budget, self.workers = spill_budget, workers
 
     def expand(self, files):
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
@@ -49,7 +49,7 @@ class ImportNgrams(beam.PTransform):
             scratch, budget = self.out.join(layout.SPILL), self.spill_budget
             totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
                 self.min_count, scratch, budget, range_rows(), self.out.path,
-                schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir)
+                schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir, self.workers)
             totals["token_runs"] | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
                 scratch, budget, self.out.join(layout.VOCABULARY))
             return common | {
@@ -96,7 +96,8 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
-    results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget)
+    results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
+                                                        opts.workers or 1)
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)

@@ -7,6 +7,7 @@ what an import with the default budget writes.
 
 import glob
 import json
+import math
 import os
 
 import apache_beam as beam
@@ -68,17 +69,18 @@ def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_u
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
 
 
-@pytest.mark.parametrize("range_rows", [300, 3000, 10 ** 9])
-def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows):
+@pytest.mark.parametrize("range_rows, workers", [(300, 1), (3000, 1), (10 ** 9, 1), (3000, 3)])
+def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows, workers):
     runs, budget = random_runs(12_000, 2), 16 << 10
     refs = spilled(runs, tmp_path, budget, step=1500)
-    ranges = spill.plan_ranges(refs, range_rows)
+    ranges = spill.plan_ranges(refs, range_rows, workers)
     assert [r.index for r in ranges] == list(range(len(ranges))) and {r.count for r in ranges} == {len(ranges)}
     assert ranges[0].lo is None and ranges[-1].hi is None
     assert all(r.hi == following.lo for r, following in zip(ranges, ranges[1:])), "consecutive ranges"
     total = sum(ref.rows for ref in refs)
     if range_rows < total:
-        assert len(ranges) > 1 and len(ranges) <= total // range_rows + 1
+        planned = math.ceil(math.ceil(total / range_rows) / workers) * workers  # in whole rounds of workers
+        assert len(ranges) > 1 and len(ranges) <= planned
     pieces = []
     for _, _, lo, hi, overlapping in ranges:
         merged = list(runfiles.merged(str(tmp_path), "pass", overlapping, merge_runs, budget, lo, hi))

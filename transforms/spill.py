@@ -67,8 +67,10 @@ class Range(NamedTuple):
     runs: list[RunFile]
 
 
-def plan_ranges(runs: list[RunFile], range_rows: int) -> list[Range]:
-    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows.
+def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1) -> list[Range]:
+    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows; more
+    than one range are as many as a multiple of WORKERS, so that each worker merges a like share (5 ranges
+    on 2 workers left the last range's second or so to one core).
 
     The cuts are batch first keys, each batch's rows counted at its first key: a
     batch's rows spread over its own key range, which is small when files are many.
@@ -76,6 +78,8 @@ def plan_ranges(runs: list[RunFile], range_rows: int) -> list[Range]:
     marks = sorted((first, rows) for run in runs for first, _, rows in run.batches)
     total = sum(rows for _, rows in marks)
     ranges = max(1, math.ceil(total / range_rows))
+    if ranges > 1:
+        ranges = -(-ranges // workers) * workers
     cuts, seen = [], 0
     for key, rows in marks:
         if seen >= (len(cuts) + 1) * total / ranges and (not cuts or key > cuts[-1]):
@@ -146,17 +150,17 @@ class TotalNgramsOnDisk(beam.PTransform):
     """
 
     def __init__(self, min_count: int, folder: str, budget: int, range_rows: int, root: str, schema: pa.Schema,
-                 progress_dir: str | None = None):
+                 progress_dir: str | None = None, workers: int = 1):
         super().__init__()
         self.min_count, self.folder, self.budget, self.range_rows = min_count, folder, budget, range_rows
-        self.root, self.schema, self.progress_dir = root, schema, progress_dir
+        self.root, self.schema, self.progress_dir, self.workers = root, schema, progress_dir, workers
 
     def expand(self, runs):
-        range_rows = self.range_rows
+        range_rows, workers = self.range_rows, self.workers
         merged_ranges = (
             gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(SpillRuns(self.folder, self.budget)),
                              "run files")
-            | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows))
+            | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows, workers))
             | "Spread the ranges over workers" >> beam.Reshuffle()
             | "Merge each range into its part files" >> beam.ParDo(
                 MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir)

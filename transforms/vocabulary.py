@@ -78,6 +78,7 @@ class MergeTokenTables(LogStructuredMerge):
 
 
 _RANK = "rank"  # the key of the id order: bytes whose order is the id order
+_RANK_HEAD = 9  # its bytes before the token's: a flag and a count
 
 
 def with_rank(tokens: pa.Table) -> pa.Table:
@@ -85,13 +86,20 @@ def with_rank(tokens: pa.Table) -> pa.Table:
     complemented to sort descending (big-endian), then the token's UTF-8 bytes."""
     match = tokens["match_count"].combine_chunks()
     counted = columnar.numpy(pc.is_valid(match))
-    head = np.zeros((tokens.num_rows, 9), np.uint8)
+    head = np.zeros((tokens.num_rows, _RANK_HEAD), np.uint8)
     head[:, 0] = ~counted
     complement = np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
     head[:, 1:] = complement.astype(">u8").view(np.uint8).reshape(-1, 8)
-    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(9), tokens.num_rows, [None, pa.py_buffer(head.tobytes())])
+    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(_RANK_HEAD), tokens.num_rows,
+                                                [None, pa.py_buffer(head.tobytes())])
     rank = pc.binary_join_element_wise(head.cast(pa.binary()), tokens["token"].cast(pa.binary()), b"")
     return tokens.add_column(0, _RANK, rank)
+
+
+def token_of_rank(table: pa.Table) -> pa.Array:
+    """The tokens of rows of with_rank, from their rank alone (a run file of ranks need not repeat them)."""
+    # binary_slice needs a stop (pyarrow 16 fails without one): past any token's end
+    return pc.binary_slice(table[_RANK], _RANK_HEAD, 2**31 - 1).cast(pa.string())
 
 
 def rank_tokens_in_order(table: pa.Table) -> pa.Table:
@@ -105,8 +113,10 @@ def rank_tokens_in_order(table: pa.Table) -> pa.Table:
 
 
 def sort_by_rank(table: pa.Table) -> pa.Table:
-    """Rows in id order (ranks are distinct: they hold the token)."""
-    return table.take(pc.sort_indices(table[_RANK])).combine_chunks()
+    """Rows in id order (ranks are distinct: they hold the token). A merge's tables are pieces each in id
+    order (of ranked run files), which native.merge_order merges; others it sorts."""
+    order, _ = native.merge_order(table[_RANK].combine_chunks())
+    return (table if order is None else table.take(order)).combine_chunks()
 
 
 def first_ids(sizes):

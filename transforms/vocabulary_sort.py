@@ -6,7 +6,8 @@ budget however many tokens there are (the embedded runner's way; its stages hold
                     -> runs in id order      each token keyed by its place in the id order
                                              (descending unigram match count, then token
                                              bytes; tokens without a kept unigram last),
-                                             spilled as sorted run files
+                                             spilled as sorted run files of that key (which
+                                             holds the token's bytes) and the counts
                     -> numbered part files   a k-way merge of those in id order: ids are
                                              consecutive, sizing.PART_TOKENS tokens per file
 
@@ -23,7 +24,7 @@ from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import part_tokens
 from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved, reserved_rows,
-                                             sort_by_rank, with_rank)
+                                             sort_by_rank, token_of_rank, with_rank)
 
 def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root: str) -> int:
     """Write the vocabulary's part files under ROOT from the token run files; returns the corpus tokens."""
@@ -32,7 +33,7 @@ def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root:
     runs = []
     for tokens in merged(folder, "tokens-pass", token_runs, merge_tokens, budget):
         seen_reserved.append(reserved(tokens))
-        runs += ranked.add(with_rank(reserved(tokens, wanted=False)))
+        runs += ranked.add(with_rank(reserved(tokens, wanted=False)).drop_columns(["token"]))
     runs += ranked.flush()
     next_id, per_part = len(RESERVED_TOKENS), part_tokens()
     with StreamedTables(root, VOCABULARY) as files:
@@ -44,7 +45,7 @@ def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root:
                 piece = table.slice(0, rows)
                 ids = pa.array(np.arange(next_id, next_id + rows, dtype=np.int64))
                 files.write(f"part-{part:05d}", pa.table(
-                    [ids, piece["token"], piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
+                    [ids, token_of_rank(piece), piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
                 next_id, table = next_id + rows, table.slice(rows)
     return next_id - len(RESERVED_TOKENS)
 
