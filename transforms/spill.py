@@ -104,9 +104,10 @@ class MergeRange(beam.DoFn):
     def process(self, planned: Range):
         index, _, lo, hi, runs = planned
         totals, parts = {}, {}
-        tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget)
+        # The worker's budget, halved: the merge's batches and the range's tokens are held at once.
+        tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2)
         with StreamedTables(self.root, self.schema) as files:
-            for piece in merged(self.folder, "pass", runs, merge_runs, self.budget, lo, hi):
+            for piece in merged(self.folder, "pass", runs, merge_runs, self.budget // 2, lo, hi):
                 ngrams = to_ngram_table(keep_frequent(piece, self.min_count))
                 if not ngrams.num_rows:
                     continue
