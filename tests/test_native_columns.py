@@ -38,8 +38,10 @@ def test_merge_order_is_a_stable_sort_and_its_groups(seed):
         assert starts.tolist() == [i for i, k in enumerate(in_order) if i == 0 or k != in_order[i - 1]]
 
 
-def _python_stats(mask: bytes) -> tuple[int, int, int]:
-    bits = [b for b in range(8 * len(mask)) if mask[b // 8] >> (b % 8) & 1]
+def _python_stats(span: bytes) -> tuple[int, int, int]:
+    """Of a span mask: its first byte is the index in the whole mask of the bytes after it."""
+    base, mask = 8 * span[0], span[1:]
+    bits = [base + b for b in range(8 * len(mask)) if mask[b // 8] >> (b % 8) & 1]
     return YEAR_MIN + bits[0], YEAR_MIN + bits[-1], len(bits)
 
 

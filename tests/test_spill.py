@@ -54,7 +54,7 @@ def spilled(runs: pa.Table, folder, budget: int, step: int = 2000) -> list:
 @pytest.mark.parametrize("as_uri", [False, True], ids=["path", "uri"])
 def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_uri):
     """Also with the folder as a URI, the way gs:// and s3:// scratch folders are read and written."""
-    runs, budget = random_runs(20_000, 1), 8 << 10
+    runs, budget = random_runs(40_000, 1), 4 << 10
     folder = tmp_path.as_uri() if as_uri else str(tmp_path)
     refs = spilled(runs, folder, budget)
     assert len(refs) > MERGE_FANIN ** 2, "two merge passes at least"

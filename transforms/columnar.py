@@ -1,8 +1,10 @@
 """Vectorized building blocks over Arrow/NumPy columns, shared by the stages.
 
-Year sets travel as fixed-size bit masks (bit ``year - YEAR_MIN``): merging
-partial counts of one n-gram is then a bitwise OR, and the number of distinct
-years, the first and the last year stay exact however the rows were split.
+Year sets travel as bit masks (bit ``year - YEAR_MIN``): merging partial counts
+of one n-gram is then a bitwise OR, and the number of distinct years, the first
+and the last year stay exact however the rows were split. A mask is stored as its
+span (native/src/masks.rs): a byte, the index of its first byte with a bit, then
+its bytes up to its last with one.
 """
 
 import numpy as np
@@ -12,8 +14,8 @@ import pyarrow.compute as pc
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
 from ngramflow.transforms import checked, native
 
-MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1
-MASK_TYPE = pa.binary(MASK_BYTES)
+MASK_BYTES = (YEAR_MAX - YEAR_MIN) // 8 + 1  # of a whole mask
+MASK_TYPE = pa.binary()  # of its span
 
 
 def numpy(column) -> np.ndarray:
@@ -55,7 +57,18 @@ def year_masks(years: np.ndarray, ids: np.ndarray, runs: int) -> np.ndarray:
 
 
 def mask_array(masks: np.ndarray) -> pa.Array:
-    return pa.FixedSizeBinaryArray.from_buffers(MASK_TYPE, len(masks), [None, pa.py_buffer(masks.tobytes())])
+    """The spans of (n, MASK_BYTES) uint8 whole masks, as a column (an empty mask: the byte 0 alone)."""
+    nonzero = masks != 0
+    some = nonzero.any(axis=1)
+    lo = np.where(some, nonzero.argmax(axis=1), 0)
+    hi = np.where(some, MASK_BYTES - 1 - nonzero[:, ::-1].argmax(axis=1), -1)
+    # Each row's span: its first-byte index in front of its bytes, the kept ones picked row by row.
+    spans = np.concatenate([lo[:, None].astype(np.uint8), masks], axis=1)
+    column = np.arange(MASK_BYTES)
+    kept = np.concatenate([np.ones((len(masks), 1), bool),
+                           (column >= lo[:, None]) & (column <= hi[:, None])], axis=1)
+    offsets = np.concatenate(([0], np.cumsum(kept.sum(axis=1)))).astype(np.int32)
+    return pa.Array.from_buffers(MASK_TYPE, len(masks), [None, pa.py_buffer(offsets), pa.py_buffer(spans[kept])])
 
 
 def mask_stats(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -36,7 +36,7 @@ def _buffer(data: bytes, type_: pa.DataType, n: int) -> pa.Array:
 
 
 def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
-    offsets, keys, fold_here, matches, volumes, masks, dropped, series = found
+    offsets, keys, fold_here, matches, volumes, mask_offsets, masks, dropped, series = found
     n = len(matches) // 8
     ngrams = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
     fold_here = np.frombuffer(fold_here, np.bool_)
@@ -46,7 +46,7 @@ def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
             folded[i] = " ".join(fold_case(t) for t in folded[i].split(" "))
         ngrams = pa.array(folded, pa.string())
     columns = [ngrams, _buffer(matches, pa.int64(), n), _buffer(volumes, pa.int64(), n),
-               _buffer(masks, columnar.MASK_TYPE, n)]
+               pa.Array.from_buffers(columnar.MASK_TYPE, n, [None, pa.py_buffer(mask_offsets), pa.py_buffer(masks)])]
     if keep_years:
         offsets, years, year_matches, year_volumes = series
         values = len(year_matches) // 8

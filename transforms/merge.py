@@ -49,7 +49,7 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     few sorted pieces (of several files, or several run files' heads), which a stable sort that merges
     sorted runs puts in order (native.merge_order).
     The columns are then read where they lie, through that order: a sorted copy of the table (and of its
-    year masks, 88 bytes a row) was most of a spilling worker's peak (memray: 4 copies of its buffer).
+    year masks, then 88 bytes a row) was most of a spilling worker's peak (memray: 4 copies of its buffer).
     """
     if runs.num_rows == 0:
         return runs

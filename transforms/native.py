@@ -20,7 +20,8 @@ _NO_BYTES = pa.py_buffer(b"")
 
 
 def _string_buffers(strings: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
-    """(offsets, bytes) of a non-empty string array, its offsets those of its own rows (it may be a slice)."""
+    """(offsets, bytes) of a non-empty string or binary array, its offsets those of its own rows (it may be
+    a slice)."""
     _, offsets, data = strings.buffers()
     return offsets.slice(4 * strings.offset, 4 * (len(strings) + 1)), data or _NO_BYTES
 
@@ -59,21 +60,20 @@ def distinct_tokens(ngrams: pa.Array) -> pa.Array:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(tokens)])
 
 
-def mask_stats(masks: pa.FixedSizeBinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first year, last year, number of years), int16, of each year-set mask: native/src/masks.rs."""
-    width = masks.type.byte_width
-    data = masks.buffers()[1] if len(masks) else _NO_BYTES
-    found = _kernel.mask_stats(data.slice(masks.offset * width, len(masks) * width))
+def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first year, last year, number of years), int16, of each year-set span mask: native/src/masks.rs."""
+    if len(masks) == 0:
+        return tuple(np.zeros(0, np.int16) for _ in range(3))
+    found = _kernel.mask_stats(*_string_buffers(masks))
     return tuple(np.frombuffer(column, np.int16) for column in found)
 
 
-def or_groups(masks, order: np.ndarray | None, starts: np.ndarray) -> pa.FixedSizeBinaryArray:
-    """The OR of the year-set masks (an array or chunked array) of each group of rows, group g being the
-    rows at positions starts[g] up to the next start of ``order`` (None: the rows themselves):
-    native/src/masks.rs, reading the chunks where they lie."""
+def or_groups(masks, order: np.ndarray | None, starts: np.ndarray) -> pa.BinaryArray:
+    """The span mask of the OR of the year-set masks (an array or chunked array of spans) of each group of
+    rows, group g being the rows at positions starts[g] up to the next start of ``order`` (None: the rows
+    themselves): native/src/masks.rs, reading the chunks where they lie."""
     chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
-    width = masks.type.byte_width
-    found = _kernel.or_groups([c.buffers()[1].slice(c.offset * width, len(c) * width) for c in chunks if len(c)],
-                              None if order is None else np.ascontiguousarray(order, np.int64),
-                              np.ascontiguousarray(starts, np.int64), len(masks))
-    return pa.FixedSizeBinaryArray.from_buffers(masks.type, len(starts), [None, pa.py_buffer(found)])
+    offsets, data = _kernel.or_groups([_string_buffers(c) for c in chunks if len(c)],
+                                      None if order is None else np.ascontiguousarray(order, np.int64),
+                                      np.ascontiguousarray(starts, np.int64), len(masks))
+    return pa.Array.from_buffers(masks.type, len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -2,14 +2,15 @@
 
 Beam's default coder pickles what it has no coder for, and so every table in an
 element, a group or a keyed-state value is pickled, wherever it sits in a tuple.
-Pickle carries a table's buffers as they are: a year mask is 88 bytes per run
-however few of its 701 bits are set, and n-gram text repeats its prefixes. In
+Pickle carries a table's buffers as they are: n-gram text repeats its prefixes,
+and counts and year masks (columnar.py) are mostly small numbers and zeros. In
 Flink's checkpointed mode those bytes are what RocksDB stores, flushes and
 rewrites at every compaction, and compaction was the largest consumer of CPU
 time of the whole import (measured, 25M rows of distinct 2-grams: the
 TaskManager's compaction thread used 60% of its CPU, three times the Python
-worker's; BENCHMARKS.md, "Flink at scale"). LZ4 makes such a table 0.19 of its
-bytes (2012 1-grams: 0.35) at about 1 GB/s each way.
+worker's; BENCHMARKS.md, "Flink at scale"). LZ4 made such a table 0.19 of its
+bytes (2012 1-grams: 0.35) at about 1 GB/s each way, when a year mask took 88
+bytes a run; it now takes the bytes of its span.
 
 Registered with copyreg when this package is imported, so that every process
 that pickles or unpickles a table (the import, Beam's workers) does it this way

@@ -61,7 +61,7 @@ pub(crate) fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
 /// collapse_chunk(chunk, format, year_min, year_max, drop_tagged, lowercase, keep_years)
 ///
 /// None, or (key offsets int32, key bytes, fold-in-Python flags uint8, match int64,
-/// volume int64, year masks, dropped rows, series) where series is None or
+/// volume int64, year span mask offsets int32, their bytes, dropped rows, series) where series is None or
 /// (offsets int32, year int16, match int64, volume int64).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -115,6 +115,7 @@ fn collapse_chunk<'py>(
             bytes(&flags),
             bytes(bytes_of(&runs.matches)),
             bytes(bytes_of(&runs.volumes)),
+            bytes(bytes_of(&runs.mask_offsets)),
             bytes(&runs.masks),
             runs.dropped.into_pyobject(py)?.into_any(),
             series,
@@ -247,54 +248,69 @@ fn distinct_tokens<'py>(
     )
 }
 
-/// mask_stats(masks) -> (first, last, years)
+/// mask_stats(offsets, data) -> (first, last, years)
 ///
-/// The first year, last year and number of years (int16 each) of every year-set mask of MASKS
-/// (MASK_BYTES bytes each), as masks.rs counts them.
+/// The first year, last year and number of years (int16 each) of every span mask of a binary
+/// column's buffers (OFFSETS: n + 1 int32, into DATA), as masks.rs counts them.
 #[pyfunction]
-fn mask_stats<'py>(py: Python<'py>, masks: PyBuffer<i8>) -> PyResult<Bound<'py, PyTuple>> {
-    let masks = buffer_bytes(&masks)?;
-    if masks.len() % runs::MASK_BYTES != 0 {
-        return Err(PyValueError::new_err(
-            "mask_stats: not a whole number of masks",
-        ));
-    }
-    let (first, last, years) = py.allow_threads(|| masks::stats(masks));
+fn mask_stats<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (first, last, years) = with_spans(&offsets, &data, |spans| {
+        py.allow_threads(|| masks::stats(spans))
+    })?;
     PyTuple::new(
         py,
         [first, last, years].map(|column| PyBytes::new(py, bytes_of(&column))),
     )
 }
 
-/// or_groups(chunks, order, starts, rows) -> bytes
+/// F of the span masks of a binary column's buffers, once they are checked to be spans of masks.
+fn with_spans<R>(
+    offsets: &PyBuffer<i8>,
+    data: &PyBuffer<i8>,
+    f: impl FnOnce(&order::Keys) -> R,
+) -> PyResult<R> {
+    with_keys(offsets, data, |spans| {
+        if !masks::valid(spans) {
+            return Err(PyValueError::new_err(
+                "year masks that are not spans of a mask",
+            ));
+        }
+        Ok(f(spans))
+    })?
+}
+
+/// or_groups(chunks, order, starts, rows) -> (offsets, bytes)
 ///
-/// The OR of the year-set masks of each group of rows (masks.rs): CHUNKS are the mask buffers of a
-/// column's consecutive chunks (MASK_BYTES bytes a row, ROWS in all), ORDER None or the rows' order
-/// (int64), STARTS the position in it of each group's first row (int64).
+/// The span masks of the OR of the year sets of each group of rows (masks.rs): CHUNKS are the
+/// (offsets, data) buffers of a binary column's consecutive chunks (ROWS in all), ORDER None or the
+/// rows' order (int64), STARTS the position in it of each group's first row (int64).
 #[pyfunction]
 #[pyo3(signature = (chunks, order, starts, rows))]
 fn or_groups<'py>(
     py: Python<'py>,
-    chunks: Vec<PyBuffer<i8>>,
+    chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
     order: Option<PyBuffer<i64>>,
     starts: PyBuffer<i64>,
     rows: usize,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let chunks = chunks
+) -> PyResult<Bound<'py, PyTuple>> {
+    let buffers = chunks
         .iter()
-        .map(buffer_bytes)
+        .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
         .collect::<PyResult<Vec<_>>>()?;
+    let chunks: Vec<order::Keys> = buffers
+        .iter()
+        .map(|(offsets, data)| order::Keys { offsets, data })
+        .collect();
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
     let in_range =
         |values: &[i64], bound: usize| values.iter().all(|&v| 0 <= v && (v as usize) < bound);
-    let whole = chunks.iter().all(|c| c.len() % runs::MASK_BYTES == 0)
-        && chunks
-            .iter()
-            .map(|c| c.len() / runs::MASK_BYTES)
-            .sum::<usize>()
-            == rows;
-    if !whole
+    if !chunks.iter().all(|c| c.valid() && masks::valid(c))
+        || chunks.iter().map(order::Keys::len).sum::<usize>() != rows
         || order.is_some_and(|o| o.len() != rows || !in_range(o, rows))
         || !in_range(starts, rows.max(1))
         || starts.windows(2).any(|w| w[0] >= w[1])
@@ -303,10 +319,21 @@ fn or_groups<'py>(
             "or_groups: rows, order and starts disagree",
         ));
     }
-    PyBytes::new_with(py, starts.len() * runs::MASK_BYTES, |out| {
-        py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, out));
-        Ok(())
-    })
+    let (mut offsets, mut data) = (vec![0i32], Vec::new());
+    let whole = py
+        .allow_threads(|| masks::or_groups(&chunks, order, starts, rows, &mut offsets, &mut data));
+    if !whole {
+        return Err(PyValueError::new_err(
+            "year masks that are not spans of a mask",
+        ));
+    }
+    PyTuple::new(
+        py,
+        [
+            PyBytes::new(py, bytes_of(&offsets)),
+            PyBytes::new(py, &data),
+        ],
+    )
 }
 
 /// The int32 values of little-endian bytes, borrowed when they are aligned (Arrow's buffers are).

@@ -1,29 +1,70 @@
-//! Year-set bit masks (runs.rs builds them: bit `year - YEAR_MIN` of MASK_BYTES bytes) to the
-//! columns the n-gram files keep: the first year, the last year and the number of years.
+//! Year sets as span masks (runs.rs builds them), and the columns the n-gram files keep from them: the
+//! first year, the last year and the number of years.
+//!
+//! A year set is a bit mask, bit `year - YEAR_MIN` of MASK_BYTES bytes, stored as its span: one byte,
+//! the index LO of its first byte that has a bit, then its bytes LO..=HI up to the last that has one
+//! (an empty set: the byte 0 alone). Google's rows span a century or two of the 700 years a mask can
+//! hold: 20-30 bytes a run where the whole mask took 88, in every table, run file and merge. A column
+//! of them is laid out as Arrow binary (order::Keys: int32 offsets into one byte buffer).
 
 use crate::fields::YEAR_MIN;
+use crate::order::Keys;
 use crate::runs::MASK_BYTES;
 
-/// (first year, last year, years) of each mask of MASKS, MASK_BYTES bytes each. An empty mask (no
-/// run has one) gives YEAR_MIN - 1, the year before its last bit, and 0, as transforms/columnar.py did.
-pub fn stats(masks: &[u8]) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
-    let n = masks.len() / MASK_BYTES;
+/// Appends the span of the whole mask MASK to DATA.
+pub fn push_span(mask: &[u8; MASK_BYTES], data: &mut Vec<u8>) {
+    match mask.iter().position(|&b| b != 0) {
+        Some(lo) => {
+            let hi = MASK_BYTES - 1 - mask.iter().rev().position(|&b| b != 0).unwrap();
+            data.push(lo as u8);
+            data.extend_from_slice(&mask[lo..=hi]);
+        }
+        None => data.push(0),
+    }
+}
+
+/// ORs the span SPAN into the whole mask MASK; false if it is not a span of a mask.
+fn or_into(span: &[u8], mask: &mut [u8; MASK_BYTES]) -> bool {
+    let Some((&lo, bytes)) = span.split_first() else {
+        return false;
+    };
+    let Some(target) = mask.get_mut(lo as usize..lo as usize + bytes.len()) else {
+        return false;
+    };
+    for (byte, add) in target.iter_mut().zip(bytes) {
+        *byte |= add;
+    }
+    true
+}
+
+/// Whether every value of SPANS is a span of a mask (its bytes within MASK_BYTES).
+pub fn valid(spans: &Keys) -> bool {
+    (0..spans.len()).all(|i| {
+        let span = spans.get(i);
+        span.split_first()
+            .is_some_and(|(&lo, bytes)| lo as usize + bytes.len() <= MASK_BYTES)
+    })
+}
+
+/// (first year, last year, years) of each span mask of SPANS. An empty set (no run has one) gives
+/// YEAR_MIN - 1, the year before a mask's last bit, and 0, as transforms/columnar.py did.
+pub fn stats(spans: &Keys) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
+    let n = spans.len();
     let (mut first, mut last, mut count) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    for mask in masks.chunks_exact(MASK_BYTES) {
-        let words = mask
-            .chunks_exact(8)
-            .map(|w| u64::from_le_bytes(w.try_into().unwrap()));
+    for i in 0..n {
+        let (&lo, bytes) = spans.get(i).split_first().unwrap_or((&0, &[]));
+        let base = 8 * lo as i32;
         let (mut low, mut high, mut years) = (None, None, 0u32);
-        for (i, word) in words.enumerate() {
-            if word != 0 {
-                let base = 64 * i as i32;
-                low.get_or_insert(base + word.trailing_zeros() as i32);
-                high = Some(base + 63 - word.leading_zeros() as i32);
-                years += word.count_ones();
+        for (at, &byte) in bytes.iter().enumerate() {
+            if byte != 0 {
+                let bit = base + 8 * at as i32;
+                low.get_or_insert(bit + byte.trailing_zeros() as i32);
+                high = Some(bit + 7 - byte.leading_zeros() as i32);
+                years += byte.count_ones();
             }
         }
         let year = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
@@ -34,89 +75,138 @@ pub fn stats(masks: &[u8]) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
     (first, last, count)
 }
 
-/// The OR of the masks of each group of rows, into OUT (MASK_BYTES bytes a group): group g holds the
-/// rows at positions `starts[g]` up to the next start (the last: up to `rows`) of `order` (None: the
-/// rows themselves). The masks are in CHUNKS, consecutive pieces of one column (MASK_BYTES bytes a
-/// row); no chunk is copied.
+/// The span masks of the OR of each group of rows, appended to DATA with their end offsets to
+/// OFFSETS (which holds the 0 before them): group g holds the rows at positions `starts[g]` up to the
+/// next start (the last: up to `rows`) of `order` (None: the rows themselves). The masks are in
+/// CHUNKS, consecutive pieces of one column; no chunk is copied. False if a value is not a span.
 pub fn or_groups(
-    chunks: &[&[u8]],
+    chunks: &[Keys],
     order: Option<&[i64]>,
     starts: &[i64],
     rows: usize,
-    out: &mut [u8],
-) {
+    offsets: &mut Vec<i32>,
+    data: &mut Vec<u8>,
+) -> bool {
     let mut firsts = Vec::with_capacity(chunks.len() + 1); // the first row of each chunk, then the end
     firsts.push(0usize);
     for chunk in chunks {
-        firsts.push(firsts.last().unwrap() + chunk.len() / MASK_BYTES);
+        firsts.push(firsts.last().unwrap() + chunk.len());
     }
     let mut chunk = 0; // the chunk of the last row looked up: rows mostly follow each other
-    let mut mask = |row: usize| {
+    let mut span = |row: usize| {
         if row < firsts[chunk] || row >= firsts[chunk + 1] {
             chunk = firsts.partition_point(|&first| first <= row) - 1;
         }
-        let at = (row - firsts[chunk]) * MASK_BYTES;
-        <&[u8; MASK_BYTES]>::try_from(&chunks[chunk][at..at + MASK_BYTES]).unwrap()
+        chunks[chunk].get(row - firsts[chunk])
     };
-    for (g, merged) in out.chunks_exact_mut(MASK_BYTES).enumerate() {
-        let merged: &mut [u8; MASK_BYTES] = merged.try_into().unwrap();
+    for (g, &start) in starts.iter().enumerate() {
         let (first, end) = (
-            starts[g] as usize,
+            start as usize,
             starts.get(g + 1).map_or(rows, |&next| next as usize),
         );
         let row = |at: usize| order.map_or(at, |o| o[at] as usize);
-        *merged = *mask(row(first));
-        for at in first + 1..end {
-            for (byte, add) in merged.iter_mut().zip(mask(row(at))) {
-                *byte |= add;
+        if end == first + 1 {
+            data.extend_from_slice(span(row(first))); // a group of one row: its span as it is
+        } else {
+            let mut mask = [0u8; MASK_BYTES];
+            for at in first..end {
+                if !or_into(span(row(at)), &mut mask) {
+                    return false;
+                }
             }
+            push_span(&mask, data);
         }
+        offsets.push(data.len() as i32);
     }
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn mask_of(bits: &[usize]) -> [u8; MASK_BYTES] {
+        let mut mask = [0u8; MASK_BYTES];
+        for &bit in bits {
+            mask[bit / 8] |= 1 << (bit % 8);
+        }
+        mask
+    }
+
+    /// A column of the spans of masks with these bits.
+    fn spans(masks: &[&[usize]]) -> (Vec<i32>, Vec<u8>) {
+        let (mut offsets, mut data) = (vec![0], Vec::new());
+        for bits in masks {
+            push_span(&mask_of(bits), &mut data);
+            offsets.push(data.len() as i32);
+        }
+        (offsets, data)
+    }
+
+    fn values(offsets: &[i32], data: &[u8]) -> Vec<Vec<u8>> {
+        offsets
+            .windows(2)
+            .map(|w| data[w[0] as usize..w[1] as usize].to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn a_span_is_the_bytes_between_the_first_and_last_bit() {
+        let (offsets, data) = spans(&[&[9, 23], &[], &[8 * MASK_BYTES - 1]]);
+        assert_eq!(
+            values(&offsets, &data),
+            vec![
+                vec![1, 0b10, 0b1000_0000],
+                vec![0],
+                vec![MASK_BYTES as u8 - 1, 0b1000_0000]
+            ]
+        );
+    }
+
     #[test]
     fn groups_or_their_rows_across_chunks() {
-        let row = |bit: usize| {
-            let mut mask = vec![0u8; MASK_BYTES];
-            mask[bit / 8] |= 1 << (bit % 8);
-            mask
-        };
-        let (a, b) = ([row(1), row(2)].concat(), [row(3), row(700)].concat());
-        let chunks = [&a[..], &b[..]];
-        let want = |bits: &[usize]| {
-            let mut mask = vec![0u8; MASK_BYTES];
-            for &bit in bits {
-                mask[bit / 8] |= 1 << (bit % 8);
-            }
-            mask
-        };
+        let (a_offsets, a_data) = spans(&[&[1], &[2]]);
+        let (b_offsets, b_data) = spans(&[&[3], &[700]]);
+        let chunks = [
+            Keys {
+                offsets: &a_offsets,
+                data: &a_data,
+            },
+            Keys {
+                offsets: &b_offsets,
+                data: &b_data,
+            },
+        ];
         let or = |order: Option<&[i64]>, starts: &[i64]| {
-            let mut out = vec![0xffu8; starts.len() * MASK_BYTES];
-            or_groups(&chunks, order, starts, 4, &mut out);
-            out
+            let (mut offsets, mut data) = (vec![0], Vec::new());
+            assert!(or_groups(
+                &chunks,
+                order,
+                starts,
+                4,
+                &mut offsets,
+                &mut data
+            ));
+            values(&offsets, &data)
         };
-        assert_eq!(
-            or(None, &[0, 1, 3]),
-            [want(&[1]), want(&[2, 3]), want(&[700])].concat()
-        );
+        let want = |groups: &[&[usize]]| {
+            let (offsets, data) = spans(groups);
+            values(&offsets, &data)
+        };
+        assert_eq!(or(None, &[0, 1, 3]), want(&[&[1], &[2, 3], &[700]]));
         assert_eq!(
             or(Some(&[3, 0, 2, 1]), &[0, 2]),
-            [want(&[700, 1]), want(&[3, 2])].concat()
+            want(&[&[700, 1], &[3, 2]])
         );
     }
 
     #[test]
     fn first_last_and_count() {
-        let mut masks = vec![0u8; 3 * MASK_BYTES];
-        for bit in [3usize, 64, 70, 8 * MASK_BYTES - 1] {
-            masks[bit / 8] |= 1 << (bit % 8);
-        }
-        masks[MASK_BYTES + 10] = 0b1000_0001;
-        let (first, last, count) = stats(&masks);
+        let (offsets, data) = spans(&[&[3, 64, 70, 8 * MASK_BYTES - 1], &[80, 87], &[]]);
+        let (first, last, count) = stats(&Keys {
+            offsets: &offsets,
+            data: &data,
+        });
         let y = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
         assert_eq!(first, vec![y(3), y(80), y(-1)]);
         assert_eq!(
@@ -128,5 +218,14 @@ mod tests {
             ]
         );
         assert_eq!(count, vec![4, 2, 0]);
+    }
+
+    #[test]
+    fn values_past_a_mask_are_not_spans() {
+        let (offsets, data) = (vec![0, 3], vec![MASK_BYTES as u8 - 1, 1, 1]);
+        assert!(!valid(&Keys {
+            offsets: &offsets,
+            data: &data
+        }));
     }
 }

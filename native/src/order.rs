@@ -21,7 +21,7 @@ impl Keys<'_> {
         self.offsets.len().saturating_sub(1)
     }
 
-    fn get(&self, i: usize) -> &[u8] {
+    pub fn get(&self, i: usize) -> &[u8] {
         &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 

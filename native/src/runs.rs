@@ -2,7 +2,8 @@
 
 use crate::fields::{YEAR_MAX, YEAR_MIN};
 
-/// Bytes of a year-set bit mask (columnar.MASK_BYTES): bit `year - YEAR_MIN`.
+/// Bytes of a whole year-set bit mask (columnar.MASK_BYTES): bit `year - YEAR_MIN`; a run keeps its
+/// span (masks.rs).
 pub const MASK_BYTES: usize = (YEAR_MAX - YEAR_MIN) as usize / 8 + 1;
 
 /// What the policy asks of the runs.
@@ -23,6 +24,8 @@ pub struct Runs {
     pub fold_in_python: Vec<bool>,
     pub matches: Vec<i64>,
     pub volumes: Vec<i64>,
+    /// The runs' year sets as span masks (masks.rs), laid out as Arrow binary.
+    pub mask_offsets: Vec<i32>,
     pub masks: Vec<u8>,
     pub series_offsets: Vec<i32>,
     pub series_years: Vec<i16>,
@@ -48,6 +51,7 @@ impl Runs {
     pub fn new(keep_years: bool) -> Runs {
         let mut runs = Runs {
             key_offsets: vec![0],
+            mask_offsets: vec![0],
             ..Runs::default()
         };
         if keep_years {
@@ -100,7 +104,9 @@ impl Runs {
             .push(i32::try_from(self.key_bytes.len()).map_err(|_| Unrepresentable)?);
         self.matches.push(total_match);
         self.volumes.push(total_volume);
-        self.masks.extend_from_slice(&mask);
+        crate::masks::push_span(&mask, &mut self.masks);
+        self.mask_offsets
+            .push(i32::try_from(self.masks.len()).map_err(|_| Unrepresentable)?);
         if policy.keep_years {
             let mut rows = std::mem::take(&mut self.open_rows);
             let added = self.add_series(&mut rows);
