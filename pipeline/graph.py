@@ -51,7 +51,7 @@ class ImportNgrams(beam.PTransform):
                 self.min_count, scratch, budget, range_rows(), self.out.path,
                 schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir, self.workers)
             totals["token_runs"] | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
-                scratch, budget, self.out.join(layout.VOCABULARY))
+                scratch, budget, self.out.join(layout.VOCABULARY), range_rows(), self.workers)
             return common | {
                 "ranges": totals["parts"],
                 "order_stats": totals["order_totals"] | "Sum each order" >> SumOrderTotals(),

@@ -105,7 +105,10 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
     runs = [run for start in range(0, ngrams.num_rows, 500)
             for run in tokens.add(vocabulary.distinct_tokens(ngrams.slice(start, 500)))] + tokens.flush()
     assert len(runs) > MERGE_FANIN, "a merge pass of token runs"
-    corpus = vocabulary_sort.number_vocabulary(runs, str(tmp_path), budget, str(tmp_path / "vocabulary"))
+    ranges = spill.plan_ranges(runs, 1500, workers=2)
+    assert len(ranges) > 1, "several token ranges"
+    ranked = [vocabulary_sort.rank_token_range(planned, str(tmp_path), budget) for planned in ranges]
+    corpus = vocabulary_sort.number_vocabulary(ranked, str(tmp_path), budget, str(tmp_path / "vocabulary"))
     written = [tuple(row.values()) for row in pq.read_table(tmp_path / "vocabulary").to_pylist()]
     assert corpus == len(written) - len(RESERVED_TOKENS) > 2000
     assert len(os.listdir(tmp_path / "vocabulary")) == 1 + -(-corpus // 700), "parts of PART_TOKENS tokens"

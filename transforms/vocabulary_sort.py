@@ -1,18 +1,22 @@
 """The vocabulary by an external sort: the same ids as transforms/vocabulary.py, with memory bounded by a
 budget however many tokens there are (the embedded runner's way; its stages hold whole collections).
 
-    token run files -> one row per token     a k-way merge of the token run files that
-                                             MergeRange spilled (transforms/spill.py)
+    token run files -> token ranges          consecutive ranges of tokens, about RANGE_ROWS
+                                             run rows each, as spill.plan_ranges cuts n-grams
+                    -> one row per token     per range, in parallel: a k-way merge of the
+                                             range's rows of the token run files MergeRange
+                                             spilled (transforms/spill.py)
                     -> runs in id order      each token keyed by its place in the id order
                                              (descending unigram match count, then token
                                              bytes; tokens without a kept unigram last),
                                              spilled as sorted run files of that key (which
                                              holds the token's bytes) and the counts
-                    -> numbered part files   a k-way merge of those in id order: ids are
-                                             consecutive, sizing.PART_TOKENS tokens per file
+                    -> numbered part files   one worker: a k-way merge of every range's runs
+                                             in id order, ids consecutive,
+                                             sizing.PART_TOKENS tokens per file
 
-One worker does it, streaming; the reserved tokens are taken out on the way and
-get their fixed ids (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
+The reserved tokens are taken out on the way and get their fixed ids
+(schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
 """
 
 import apache_beam as beam
@@ -23,21 +27,31 @@ from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import part_tokens
+from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
 from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved, reserved_rows,
                                              sort_by_rank, token_of_rank, with_rank)
 
-def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root: str) -> int:
-    """Write the vocabulary's part files under ROOT from the token run files; returns the corpus tokens."""
+def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
+    """One token range (of token run files) -> (the reserved tokens it holds, with their counts; RunFiles of
+    its other tokens in id order)."""
     # merged() hands the tokens over in token order, so each buffer of the ranked spiller is in token order.
-    seen_reserved, ranked = [], RunSpiller(folder, "ranked", rank_tokens_in_order, budget)
+    # The worker's budget, halved: the merge's batches and the ranked buffer are held at once.
+    seen_reserved, ranked = [TOKENS.empty_table()], RunSpiller(folder, "ranked", rank_tokens_in_order, budget // 2)
     runs = []
-    for tokens in merged(folder, "tokens-pass", token_runs, merge_tokens, budget):
+    for tokens in merged(folder, "tokens-pass", planned.runs, merge_tokens, budget // 2, planned.lo, planned.hi):
         seen_reserved.append(reserved(tokens))
         runs += ranked.add(with_rank(reserved(tokens, wanted=False)).drop_columns(["token"]))
-    runs += ranked.flush()
+    return pa.concat_tables(seen_reserved), runs + ranked.flush()
+
+
+def number_vocabulary(ranked: list[tuple[pa.Table, list[RunFile]]], folder: str, budget: int, root: str) -> int:
+    """Write the vocabulary's part files under ROOT from every token range's rank_token_range; returns the
+    corpus tokens."""
+    seen_reserved = [TOKENS.empty_table(), *(table for table, _ in ranked)]
+    runs = [run for _, range_runs in ranked for run in range_runs]
     next_id, per_part = len(RESERVED_TOKENS), part_tokens()
     with StreamedTables(root, VOCABULARY) as files:
-        files.write("part-reserved", reserved_rows(pa.concat_tables([TOKENS.empty_table(), *seen_reserved])))
+        files.write("part-reserved", reserved_rows(pa.concat_tables(seen_reserved)))
         for table in merged(folder, "ranked-pass", runs, sort_by_rank, budget):
             while table.num_rows:
                 part = (next_id - len(RESERVED_TOKENS)) // per_part
@@ -52,12 +66,19 @@ def number_vocabulary(token_runs: list[RunFile], folder: str, budget: int, root:
 
 class NumberVocabularyOnDisk(beam.PTransform):
     """[token RunFiles] (one list) -> the vocabulary's part files under ``root``; outputs the number of
-    corpus tokens."""
+    corpus tokens. The token ranges are put in id order by up to ``workers`` at once."""
 
-    def __init__(self, folder: str, budget: int, root: str):
+    def __init__(self, folder: str, budget: int, root: str, range_rows: int, workers: int):
         super().__init__()
-        self.folder, self.budget, self.root = folder, budget, root
+        self.folder, self.budget, self.root, self.range_rows, self.workers = folder, budget, root, range_rows, workers
 
     def expand(self, token_runs):
-        return token_runs | "Number tokens in id order" >> beam.Map(
+        range_rows, workers = self.range_rows, self.workers
+        ranked = (
+            token_runs
+            | "Plan token ranges" >> beam.FlatMap(lambda runs: plan_ranges(runs, range_rows, workers))
+            | "Spread the token ranges over workers" >> beam.Reshuffle()
+            | "Put each token range in id order" >> beam.Map(rank_token_range, self.folder, self.budget)
+        )
+        return gathered_to_one(ranked, "ranked token runs") | "Number tokens in id order" >> beam.Map(
             number_vocabulary, self.folder, self.budget, self.root)
