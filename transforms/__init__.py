@@ -33,16 +33,18 @@ Each line: module, what it does, what goes in -> what comes out.
                    range's k-way merge streams (TotalNgramsOnDisk, the embedded runner); token run files
     vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids, numbered
                    in parts of a sample sort (checkpointed Flink)
-    vocabulary_sort.py  token run files -> the vocabulary's part files, the same ids by an external sort
+    vocabulary_sort.py  token run files -> token ranges put in id order in parallel -> the vocabulary's
+                   part files, the same ids by an external sort
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
                    the same for files written piece by piece (StreamedTables)
     wire.py        a table -> its pickled bytes: Arrow IPC with LZ4, how every table crosses the runner
                    and sits in Flink's keyed state (registered on import of this package)
     table_coder.py a PCollection of tables -> the same bytes, sized without encoding (Beam's coder)
-    native.py      the native kernel's column functions: keys -> their order and groups; year masks ->
-                   first, last and count, and ORed by group
-    columnar.py    vectorized helpers the steps share: runs, year bit masks, series, shard hash
+    native.py      the native kernel's column functions: keys -> their order and groups; year span
+                   masks -> first, last and count, and ORed by group
+    columnar.py    vectorized helpers the steps share: runs, year bit masks (kept as spans), series,
+                   shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
     mkn/           n-gram part files -> Modified Kneser-Ney model files; see mkn/__init__.py
 """

@@ -68,9 +68,9 @@ class Range(NamedTuple):
 
 
 def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1) -> list[Range]:
-    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows; more
-    than one range are as many as a multiple of WORKERS, so that each worker merges a like share (5 ranges
-    on 2 workers left the last range's second or so to one core).
+    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows. When
+    there is more than one, their number is rounded up to a multiple of WORKERS, so that each worker merges
+    a like share (5 ranges on 2 workers left the last range's second or so to one core).
 
     The cuts are batch first keys, each batch's rows counted at its first key: a
     batch's rows spread over its own key range, which is small when files are many.
