@@ -10,7 +10,6 @@ import os
 from dataclasses import dataclass
 
 import apache_beam as beam
-import duckdb
 import pyarrow as pa
 
 from ngramflow import schemas
@@ -147,6 +146,8 @@ def write_arpa(out: OutputDir, section: dict, path: str) -> None:
     counts = [section["orders"][str(order)]["ngrams"] for order in range(1, model_order + 1)]
 
     def write(fh):
+        import duckdb  # here: an import that writes no ARPA file does not load it (0.06-0.12 s of its start)
+
         con = duckdb.connect()
         fh.write(arpa.header(counts).encode())
         for order in range(1, model_order + 1):
