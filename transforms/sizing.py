@@ -70,7 +70,8 @@ def key_budget() -> int:
 #: Bytes of run tables per byte of gzipped input, at most, when no input file could be sampled
 #: (transforms/density.py measures it otherwise). Measured on the scale corpora (corpus.scale): shape b,
 #: one line per 2-gram and 17 gzip bytes per n-gram, 6.9-7.3 (9.1-9.5 with --keep-years); shape a, 2012
-#: 1-grams, 0.5-0.6 (3.4-4.9). 12 is a quarter above the most distinct-heavy input measured.
+#: 1-grams, 0.5-0.6 (3.4-4.9). 12 is a quarter above the most distinct-heavy input measured. (Measured
+#: when a year set took 88 bytes a run; as a span (columnar.py) it takes fewer, so 12 bounds them still.)
 TABLE_BYTES_PER_INPUT_BYTE = 12
 #: A key is planned for this share of the budget; the rest is the margin for an unlucky hash, and for
 #: files denser than the sampled ones (measured keys held 7-10 MiB of the 16 planned).
