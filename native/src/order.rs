@@ -57,13 +57,91 @@ pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
     (order, starts)
 }
 
-/// The rows in key order, ties in row order: a stable sort, which finds the sorted pieces the rows are
-/// in and merges them (Rust's driftsort), so a few pieces cost little more than a pass, and rows in
-/// no order an ordinary sort.
+/// The rows in key order, ties in row order: a stable sort. The rows' sorted pieces (natural runs)
+/// are merged pairwise, level by level, each merge galloping through the stretches one piece holds
+/// alone: Google's files are sorted, so a table of runs is a few sorted pieces that each hold long
+/// stretches of the merged order (a prefix's n-grams of one order), and a stretch costs a few
+/// comparisons, not one per row. Rows in little order (more than one piece per MANY_PIECES rows) are
+/// left to Rust's driftsort.
 fn stable_order(keys: &Keys) -> Vec<i64> {
-    let mut order: Vec<i64> = (0..keys.len() as i64).collect();
-    order.sort_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
+    const MANY_PIECES: usize = 32;
+    let n = keys.len();
+    let mut bounds: Vec<usize> = std::iter::once(0)
+        .chain((1..n).filter(|&i| keys.get(i - 1) > keys.get(i)))
+        .chain(std::iter::once(n))
+        .collect();
+    let mut order: Vec<i64> = (0..n as i64).collect();
+    if bounds.len() - 1 > n / MANY_PIECES {
+        order.sort_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
+        return order;
+    }
+    let mut merged = vec![0i64; n];
+    while bounds.len() > 2 {
+        // Pieces k and k + 1 (bounds[k]..bounds[k + 1], then up to bounds[k + 2]) become one.
+        let (pieces, mut next) = (bounds.len() - 1, vec![0]);
+        for k in (0..pieces).step_by(2) {
+            let (lo, mid) = (bounds[k], bounds[k + 1]);
+            let hi = if k + 1 < pieces { bounds[k + 2] } else { mid };
+            merge_pieces(keys, &order[lo..mid], &order[mid..hi], &mut merged[lo..hi]);
+            next.push(hi);
+        }
+        std::mem::swap(&mut order, &mut merged);
+        bounds = next;
+    }
     order
+}
+
+/// Merge two sorted pieces of rows into OUT, rows of A first among equal keys. After GALLOP rows in a
+/// row from one piece, the rest of that piece's stretch is found by an exponential search.
+fn merge_pieces(keys: &Keys, a: &[i64], b: &[i64], out: &mut [i64]) {
+    const GALLOP: usize = 8;
+    let key = |row: i64| keys.get(row as usize);
+    let (mut i, mut j, mut at) = (0, 0, 0);
+    let (mut from_a, mut from_b) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let take_a = key(a[i]) <= key(b[j]);
+        let (piece, next, other, streak) = if take_a {
+            (a, &mut i, key(b[j]), &mut from_a)
+        } else {
+            (b, &mut j, key(a[i]), &mut from_b)
+        };
+        // The stretch of PIECE from NEXT that goes before OTHER: keys up to it from A, below it from B.
+        let before = |row: i64| {
+            if take_a {
+                key(row) <= other
+            } else {
+                key(row) < other
+            }
+        };
+        let mut stretch = 1;
+        *streak += 1;
+        if *streak >= GALLOP {
+            stretch = gallop(&piece[*next..], before);
+            *streak = 0;
+        }
+        out[at..at + stretch].copy_from_slice(&piece[*next..*next + stretch]);
+        (*next, at) = (*next + stretch, at + stretch);
+        if take_a {
+            from_b = 0
+        } else {
+            from_a = 0
+        }
+    }
+    out[at..at + a.len() - i].copy_from_slice(&a[i..]);
+    at += a.len() - i;
+    out[at..].copy_from_slice(&b[j..]);
+}
+
+/// The length of the leading stretch of ROWS (of which the first is in it) whose rows are BEFORE: an
+/// exponential search for a row that is not, then a binary search between the last two probes.
+fn gallop(rows: &[i64], before: impl Fn(i64) -> bool) -> usize {
+    let (mut inside, mut step) = (1, 1); // rows[..inside] are before
+    while inside + step - 1 < rows.len() && before(rows[inside + step - 1]) {
+        inside += step;
+        step *= 2;
+    }
+    let end = (inside + step - 1).min(rows.len());
+    inside + rows[inside..end].partition_point(|&row| before(row))
 }
 
 /// A fast hash of short byte strings, a word at a time (the multiply-rotate of rustc's FxHasher): the
@@ -266,6 +344,47 @@ mod tests {
             .map(|w| &bytes[w[0] as usize..w[1] as usize])
             .collect();
         assert_eq!(tokens, vec![&b"a"[..], b"b", b"c", "é".as_bytes()]);
+    }
+
+    #[test]
+    fn pieces_of_long_stretches() {
+        // Four sorted pieces of 300 keys that interleave by stretches of 10 to 40, ties across pieces:
+        // merged by galloping, where a random order is left to driftsort.
+        let mut pieces: Vec<Vec<String>> = (0..4)
+            .map(|piece| {
+                let mut keys: Vec<String> = (0..300)
+                    .map(|k| format!("{:04}-{}", (k / (10 * (piece + 1))) * 4 + piece % 2, k % 7))
+                    .collect();
+                keys.sort();
+                keys
+            })
+            .collect();
+        pieces.rotate_left(1);
+        let all: Vec<String> = pieces.concat();
+        check(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn few_random_sorted_pieces() {
+        // Few pieces over many rows take the galloping merge; keys repeat within and across pieces.
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        for pieces in 2..6 {
+            let mut words: Vec<String> = Vec::new();
+            for _ in 0..pieces {
+                let mut piece: Vec<String> = (0..next() % 500 + 300)
+                    .map(|_| format!("w{}", next() % 200))
+                    .collect();
+                piece.sort();
+                words.extend(piece);
+            }
+            check(&words.iter().map(String::as_str).collect::<Vec<_>>());
+        }
     }
 
     #[test]
