@@ -16,11 +16,16 @@ pub fn push_span(mask: &[u8; MASK_BYTES], data: &mut Vec<u8>) {
     match mask.iter().position(|&b| b != 0) {
         Some(lo) => {
             let hi = MASK_BYTES - 1 - mask.iter().rev().position(|&b| b != 0).unwrap();
-            data.push(lo as u8);
-            data.extend_from_slice(&mask[lo..=hi]);
+            push_bytes(mask, lo, hi, data);
         }
         None => data.push(0),
     }
+}
+
+/// Appends the span of the whole mask MASK to DATA, its first and last bytes with a bit known: LO and HI.
+pub fn push_bytes(mask: &[u8; MASK_BYTES], lo: usize, hi: usize, data: &mut Vec<u8>) {
+    data.push(lo as u8);
+    data.extend_from_slice(&mask[lo..=hi]);
 }
 
 /// ORs the span SPAN into the whole mask MASK; false if it is not a span of a mask.

@@ -87,11 +87,13 @@ impl Runs {
         }
         let (mut total_match, mut total_volume) = (0i64, 0i64);
         let mut mask = [0u8; MASK_BYTES];
+        let (mut first, mut last) = (usize::MAX, 0); // the bits of the first and last year
         for &(year, m, v) in &self.open_rows {
             total_match = total_match.checked_add(m).ok_or(Unrepresentable)?;
             total_volume = total_volume.checked_add(v).ok_or(Unrepresentable)?;
             let bit = (year - YEAR_MIN) as usize;
             mask[bit >> 3] |= 1 << (bit & 7);
+            (first, last) = (first.min(bit), last.max(bit));
         }
         if policy.lowercase && run.key.is_ascii() {
             crate::policy::fold_ascii(run.key, &mut self.key_bytes);
@@ -104,7 +106,7 @@ impl Runs {
             .push(i32::try_from(self.key_bytes.len()).map_err(|_| Unrepresentable)?);
         self.matches.push(total_match);
         self.volumes.push(total_volume);
-        crate::masks::push_span(&mask, &mut self.masks);
+        crate::masks::push_bytes(&mask, first >> 3, last >> 3, &mut self.masks);
         self.mask_offsets
             .push(i32::try_from(self.masks.len()).map_err(|_| Unrepresentable)?);
         if policy.keep_years {
