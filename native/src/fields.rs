@@ -46,7 +46,7 @@ fn leading_count(text: &[u8]) -> Option<(i64, usize)> {
     }
 }
 
-/// A year: a count within [YEAR_MIN, YEAR_MAX].
+/// A count as a year, if it is within [YEAR_MIN, YEAR_MAX].
 fn in_years(value: i64) -> Option<u16> {
     (YEAR_MIN as i64..=YEAR_MAX as i64)
         .contains(&value)
@@ -116,8 +116,8 @@ impl Cursor<'_> {
 /// The first line of `text` (a newline, or the end of `text`, ends it): its n-gram, its
 /// (year, match, volume) rows pushed onto `rows`, and the bytes the line and its newline take.
 /// An n-gram equal to `checked` (the previous line's, in a file where an n-gram's lines follow
-/// each other) is compared, not checked again, and given back as `checked` itself. A carriage return, a missing or extra field, or
-/// anything but plain digits in a number gives None.
+/// each other) is compared, not checked again, and given back as `checked` itself. A carriage
+/// return, a missing or extra field, or anything but plain digits in a number gives None.
 pub fn line<'a>(
     text: &'a [u8],
     format: Format,
