@@ -3,9 +3,10 @@
 //!
 //! A year set is a bit mask, bit `year - YEAR_MIN` of MASK_BYTES bytes, stored as its span: one byte,
 //! the index LO of its first byte that has a bit, then its bytes LO..=HI up to the last that has one
-//! (an empty set: the byte 0 alone). Google's rows span a century or two of the 700 years a mask can
-//! hold: 20-30 bytes a run where the whole mask took 88, in every table, run file and merge. A column
-//! of them is laid out as Arrow binary (order::Keys: int32 offsets into one byte buffer).
+//! (an empty set: the byte 0 alone). A run's years cover a part of the 701 a mask can hold: its span
+//! took 7.2 bytes on average on `make bench`'s corpus, and takes 27 for a word seen every year from
+//! 1800 to 2008, where the whole mask took 88 in every table, run file and merge. A column of them is
+//! laid out as Arrow binary (order::Keys: int32 offsets into one byte buffer).
 
 use crate::fields::YEAR_MIN;
 use crate::order::Keys;
@@ -22,7 +23,8 @@ pub fn push_span(mask: &[u8; MASK_BYTES], data: &mut Vec<u8>) {
     }
 }
 
-/// Appends the span of the whole mask MASK to DATA, its first and last bytes with a bit known: LO and HI.
+/// Appends the span of the whole mask MASK to DATA, its first and last bytes with a bit being LO
+/// and HI (known to the caller).
 pub fn push_bytes(mask: &[u8; MASK_BYTES], lo: usize, hi: usize, data: &mut Vec<u8>) {
     data.push(lo as u8);
     data.extend_from_slice(&mask[lo..=hi]);
