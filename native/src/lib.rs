@@ -60,8 +60,8 @@ pub(crate) fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
 
 /// collapse_chunk(chunk, format, year_min, year_max, drop_tagged, lowercase, keep_years)
 ///
-/// None, or (key offsets int32, key bytes, fold-in-Python flags uint8, match int64,
-/// volume int64, year span mask offsets int32, their bytes, dropped rows, series) where series is None or
+/// None, or (key offsets int32, key bytes, fold-in-Python flags uint8, match int64, volume int64,
+/// year span mask offsets int32, their bytes, dropped rows, series) where series is None or
 /// (offsets int32, year int16, match int64, volume int64).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -320,13 +320,7 @@ fn or_groups<'py>(
         ));
     }
     let (mut offsets, mut data) = (vec![0i32], Vec::new());
-    let whole = py
-        .allow_threads(|| masks::or_groups(&chunks, order, starts, rows, &mut offsets, &mut data));
-    if !whole {
-        return Err(PyValueError::new_err(
-            "year masks that are not spans of a mask",
-        ));
-    }
+    py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, &mut offsets, &mut data));
     PyTuple::new(
         py,
         [

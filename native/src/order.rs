@@ -277,6 +277,17 @@ fn head(key: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    /// Pseudo-random numbers from SEED (a linear congruential generator): the same in every run.
+    fn numbers(seed: u64) -> impl FnMut() -> usize {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        }
+    }
+
     fn keys_of(words: &[&str]) -> (Vec<i32>, Vec<u8>) {
         let mut offsets = vec![0];
         let mut data = Vec::new();
@@ -367,13 +378,7 @@ mod tests {
     #[test]
     fn few_random_sorted_pieces() {
         // Few pieces over many rows take the galloping merge; keys repeat within and across pieces.
-        let mut state = 11u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut next = numbers(11);
         for pieces in 2..6 {
             let mut words: Vec<String> = Vec::new();
             for _ in 0..pieces {
@@ -389,13 +394,7 @@ mod tests {
 
     #[test]
     fn random_pieces() {
-        let mut state = 7u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut next = numbers(7);
         let vocabulary = ["", "a", "ab", "b", "b a", "ba", "c", "ü", "zz"];
         for _ in 0..200 {
             let words: Vec<&str> = (0..next() % 40)
