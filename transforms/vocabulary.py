@@ -81,14 +81,20 @@ _RANK = "rank"  # the key of the id order: bytes whose order is the id order
 _RANK_HEAD = 9  # its bytes before the token's: a flag and a count
 
 
+def _rank_head(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """What the rank of each token puts before its bytes: whether it has a counted unigram row, and its
+    match count complemented (0 without one), so that both sort as the id order wants."""
+    match = tokens["match_count"].combine_chunks()
+    counted = columnar.numpy(pc.is_valid(match))
+    return counted, np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
+
+
 def with_rank(tokens: pa.Table) -> pa.Table:
     """TOKENS with a first column whose byte order is the id order: a flag (0: counted), the count
     complemented to sort descending (big-endian), then the token's UTF-8 bytes."""
-    match = tokens["match_count"].combine_chunks()
-    counted = columnar.numpy(pc.is_valid(match))
+    counted, complement = _rank_head(tokens)
     head = np.zeros((tokens.num_rows, _RANK_HEAD), np.uint8)
     head[:, 0] = ~counted
-    complement = np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
     head[:, 1:] = complement.astype(">u8").view(np.uint8).reshape(-1, 8)
     head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(_RANK_HEAD), tokens.num_rows,
                                                 [None, pa.py_buffer(head.tobytes())])
@@ -106,9 +112,7 @@ def rank_tokens_in_order(table: pa.Table) -> pa.Table:
     """Rows of with_rank sorted by token -> in id order: a stable sort by the rank's head alone (counted
     first, count descending) keeps the token order within equal heads, which is the rank's tie-break;
     2M tokens: 0.26 s of CPU against 0.59 s for sort_by_rank."""
-    match = table["match_count"].combine_chunks()
-    counted = columnar.numpy(pc.is_valid(match))
-    complement = np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
+    counted, complement = _rank_head(table)
     return table.take(np.lexsort((complement, ~counted))).combine_chunks()
 
 
