@@ -64,7 +64,7 @@ def file_message(path: str) -> dict:
     except CORRUPT_ERRORS as err:
         raise UserError(f"cannot publish {path}: {err}") from None
     try:
-        first = reader.pending.split(b"\n", 1)[0].split(b"\t", 1)[0].decode("utf-8", "replace")
+        first = reader.unread().split(b"\n", 1)[0].split(b"\t", 1)[0].decode("utf-8", "replace")
     finally:
         reader.close()
     return {"type": FILE, "name": uri.rstrip("/").rsplit("/", 1)[-1], "uri": uri, "size": size,

@@ -5,7 +5,9 @@ pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
 """
 
 import argparse
+import atexit
 import logging
+import os
 import signal
 import sys
 import threading
@@ -212,5 +214,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run() -> None:
+    """The console command: ``main``, then an exit that skips the interpreter's teardown.
+
+    Teardown frees every object of the process one at a time: 0.3 s of wall time and 0.7 s of CPU after an
+    import of 80M rows, when the dataset is already written. Exit handlers still run and the standard
+    streams are flushed, so nothing that a normal exit would write is lost; an exception from ``main``
+    (a bug) still exits the normal way, with its traceback."""
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader is gone, or the stream was closed
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

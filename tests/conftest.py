@@ -34,6 +34,11 @@ def import_ok(inputs, output, *options):
     return str(output)
 
 
+def copied(pieces) -> list[tuple[int, int, bytes]]:
+    """The pieces of LineReader.lines_before, each copied out of the reader's buffer before the next is read."""
+    return [(first, count, bytes(data)) for first, count, data in pieces]
+
+
 def ngrams_of(dataset, columns=NGRAM_COLUMNS) -> list[tuple]:
     return duckdb.sql(f"SELECT {columns} FROM read_parquet('{dataset}/ngrams/*/*.parquet') ORDER BY ngram").fetchall()
 

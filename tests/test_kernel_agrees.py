@@ -18,7 +18,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from conftest import import_ok, ngrams_of, vocabulary_of
+from conftest import copied, import_ok, ngrams_of, vocabulary_of
 from ngramflow.transforms import _kernel
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms import columnar, kernel, parse, read
@@ -242,16 +242,16 @@ def test_a_byte_order_mark_at_the_start_of_a_file_is_dropped_in_every_format_and
 def test_slices_read_a_file_with_a_byte_order_mark_like_the_whole_file(tmp_path, slice_bytes):
     text = BOM + b"a\t1990\t1\t1\nb\t1990\t2\t1\n\xef\xbb\xbfc\t1990\t3\t1\n"
     path = str(_gz(tmp_path / "f.gz", text))
-    whole = list(read.LineReader(path, None).lines_before(None))
+    whole = copied(read.LineReader(path, None).lines_before(None))
     assert whole == [(1, 3, text[3:])] and read.LineReader(path, None).format == "2012"
     slices = -(-len(text) // slice_bytes)
     continued, fresh, reader = [], [], read.LineReader(path, None)
     for k in range(slices):
         end = None if k == slices - 1 else (k + 1) * slice_bytes
-        continued += reader.lines_before(end)
+        continued += copied(reader.lines_before(end))
         skipping = read.LineReader(path, None)
         list(skipping.lines_before(k * slice_bytes))
-        fresh += skipping.lines_before(end)
+        fresh += copied(skipping.lines_before(end))
     for pieces in (continued, fresh):
         assert b"".join(piece for _, _, piece in pieces) == text[3:]
         assert pa.concat_tables([_runs_of(p, path, first) for first, _, p in pieces]).equals(_runs_of(text[3:], path, 1))

@@ -12,6 +12,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from conftest import copied
 from ngramflow.transforms import read
 from ngramflow.transforms.merge import merge_runs
 
@@ -28,7 +29,7 @@ def gz(path, text: bytes) -> str:
 def pieces(reader, start, end):
     for _ in reader.lines_before(start):
         pass
-    return list(reader.lines_before(end))
+    return copied(reader.lines_before(end))
 
 
 def flat(found) -> list[tuple[int, bytes]]:
@@ -47,7 +48,7 @@ def flat(found) -> list[tuple[int, bytes]]:
 def test_slices_hold_each_line_once_fresh_or_continued(tmp_path, slice_bytes, trailing_newline):
     text = b"\n".join(LINES * 30) + (b"\n" if trailing_newline else b"")
     path = gz(tmp_path / "f.gz", text)
-    whole = flat(read.LineReader(path, "2012").lines_before(None))
+    whole = flat(copied(read.LineReader(path, "2012").lines_before(None)))
     assert [line for _, line in whole] == (LINES * 30) and [n for n, _ in whole] == list(range(1, 211))
 
     slices = -(-len(text) // slice_bytes)
@@ -60,6 +61,20 @@ def test_slices_hold_each_line_once_fresh_or_continued(tmp_path, slice_bytes, tr
         fresh += got
         continued += flat(pieces(reader, k * slice_bytes, end))
     assert fresh == whole and continued == whole
+
+
+def test_lines_longer_than_the_buffer_are_read_whole(tmp_path):
+    """The reader's buffer holds CHUNK_BYTES more than its unread text: a line longer than that grows it, and
+    every piece is still whole lines, numbered, in order, fresh or continued across slices."""
+    long_line = b"w" * (2 * read.CHUNK_BYTES + 5) + b"\t1990\t1\t1"
+    lines = LINES[:3] + [long_line] + LINES[3:] + [long_line]
+    text = b"\n".join(lines) + b"\n"
+    path = gz(tmp_path / "long.gz", text)
+    whole = flat(copied(read.LineReader(path, "2012").lines_before(None)))
+    assert whole == list(enumerate(lines, 1))
+    cut = len(text) // 2
+    reader = read.LineReader(path, "2012")
+    assert flat(pieces(reader, 0, cut)) + flat(pieces(reader, cut, None)) == whole
 
 
 def test_a_slice_unit_reads_like_the_whole_file(tmp_path):

@@ -56,10 +56,10 @@ def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
     return pa.Table.from_arrays(columns, schema=run_schema(keep_years)), dropped
 
 
-def collapse_chunk(chunk: bytes, fmt: str, path: str, first_line: int, policy: RowPolicy,
+def collapse_chunk(chunk: bytes | memoryview, fmt: str, path: str, first_line: int, policy: RowPolicy,
                    keep_years: bool) -> Collapsed:
     """The runs, dropped row count and rejects of ``chunk``: whole lines of ``path``, the first numbered
-    ``first_line``."""
+    ``first_line`` (bytes, or a view of a reader's buffer: what is returned holds none of it)."""
     # Every row's year is within [YEAR_MIN, YEAR_MAX]: a window is the same clamped into one year beyond.
     year_min = min(max(YEAR_MIN if policy.year_min is None else policy.year_min, YEAR_MIN), YEAR_MAX + 1)
     year_max = max(min(YEAR_MAX if policy.year_max is None else policy.year_max, YEAR_MAX), YEAR_MIN - 1)
@@ -68,6 +68,6 @@ def collapse_chunk(chunk: bytes, fmt: str, path: str, first_line: int, policy: R
     if found is not None:
         runs, dropped = _runs(found, keep_years)
         return Collapsed(runs, dropped, REJECTS.empty_table())
-    rows, rejects = line_by_line(chunk, fmt, path, first_line)
+    rows, rejects = line_by_line(bytes(chunk), fmt, path, first_line)
     runs, dropped = collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
     return Collapsed(runs, dropped, rejects)

@@ -164,19 +164,26 @@ class LineReader:
     decompressed bytes [k*S, (k+1)*S). The definition depends on the text
     alone, so a slice read by a reader that continues from slice k-1 and one
     read by a fresh reader that skips to k*S are the same lines.
+
+    The text is decompressed into one buffer, reused: each piece handed out is
+    a view of it, valid until the next piece is asked for. (A bytes object per
+    piece cost two copies of the text, its join to the line left over and its
+    cut, and fresh pages for both: 0.6x of the decompression's own CPU time.)
     """
 
     def __init__(self, path: str, forced_format: str | None):
         self.path = path
         self.data, self.raw = _open(path)
-        self.pending = b""  # read, not yet handed out; starts at the start of a line
-        self.offset = 0  # decompressed offset of pending[0]
+        self.buffer = bytearray(2 * CHUNK_BYTES)
+        self.start = self.end = 0  # buffer[start:end]: read, not yet handed out; starts at the start of a line
+        self.offset = 0  # decompressed offset of buffer[start]
         self.line = 1  # number of the line that starts there
         try:
             self._fill()
             self._drop_byte_order_mark()
-            self.format = forced_format or formats.detect_format(self.pending.split(b"\n", formats.DETECT_LINES))
-            if self.format is None and self.pending.strip():
+            head = self.unread().split(b"\n", formats.DETECT_LINES)
+            self.format = forced_format or formats.detect_format(head)
+            if self.format is None and self.unread().strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
                                      f"format ({', '.join(formats.INPUT_FORMATS)}); pass --format to force one")
         except BaseException:
@@ -184,38 +191,58 @@ class LineReader:
             raise
         self.format = self.format or "empty"
 
+    def unread(self) -> bytes:
+        """A copy of the text read and not yet handed out (from the start of a line)."""
+        return bytes(self.buffer[self.start:self.end])
+
     def _drop_byte_order_mark(self):
         """A UTF-8 byte order mark at the start of a file is an encoding artefact, not part of its first n-gram.
 
         Dropping it here gives every path, format and slice the same text; the
         offsets stay those of the decompressed file, so slices do not move.
         """
-        if self.pending.startswith(codecs.BOM_UTF8):
-            self.pending, self.offset = self.pending[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
+        if self.buffer.startswith(codecs.BOM_UTF8, self.start, self.end):
+            self.start = self.offset = len(codecs.BOM_UTF8)
 
     def _fill(self) -> bool:
-        block = self.data.read(CHUNK_BYTES)
-        self.pending += block
-        return bool(block)
+        """Read up to CHUNK_BYTES more after the unread text, moved to the buffer's start; False at the end."""
+        unread = self.end - self.start
+        if len(self.buffer) - unread < CHUNK_BYTES:  # a line longer than the buffer: a larger one
+            self.buffer = self.buffer[self.start:self.end] + bytearray(CHUNK_BYTES)
+        elif self.start:
+            # Never resized in place: a view handed out earlier may still exist (it is stale, not invalid).
+            self.buffer[:unread] = self.buffer[self.start:self.end]
+        self.start, self.end = 0, unread
+        got = self.data.readinto(memoryview(self.buffer)[unread:unread + CHUNK_BYTES])
+        self.end += got
+        return bool(got)
+
+    def _cut(self, end: int | None) -> int:
+        """The unread bytes up to the end of the last whole line that starts before decompressed offset END
+        (None: the last whole line read), or 0 if that line is not all read."""
+        if end is not None and end - self.offset < self.end - self.start:
+            # the line holding byte end-1 is the last
+            newline = self.buffer.find(b"\n", self.start + end - self.offset - 1, self.end)
+        else:
+            newline = self.buffer.rfind(b"\n", self.start, self.end)
+        return newline + 1 - self.start if newline >= 0 else 0
 
     def lines_before(self, end: int | None):
         """(number of the first line, number of lines, bytes) of consecutive pieces of whole lines,
-        up to the last line that starts before decompressed offset ``end`` (None: the end of the file)."""
+        up to the last line that starts before decompressed offset ``end`` (None: the end of the file).
+        Each piece's bytes are a view of the reader's buffer, valid until the next piece is asked for."""
         while end is None or self.offset < end:
-            if end is not None and end - self.offset < len(self.pending):
-                cut = self.pending.find(b"\n", end - self.offset - 1) + 1  # the line holding byte end-1 is the last
-            else:
-                cut = self.pending.rfind(b"\n") + 1
+            cut = self._cut(end)
             if not cut:
                 if self._fill():
                     continue
-                if not self.pending:
+                if self.end == self.start:
                     return
-                cut = len(self.pending)  # the file's last line has no newline
-            piece = self.pending[:cut]
+                cut = self.end - self.start  # the file's last line has no newline
+            piece = memoryview(self.buffer)[self.start:self.start + cut]
             lines = count_lines(piece)
             yield self.line, lines, piece
-            self.pending, self.offset, self.line = self.pending[cut:], self.offset + cut, self.line + lines
+            self.start, self.offset, self.line = self.start + cut, self.offset + cut, self.line + lines
 
     def close(self):
         with self.raw, self.data:

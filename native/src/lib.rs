@@ -16,7 +16,7 @@ mod policy;
 mod runs;
 
 use fields::Format;
-use pyo3::buffer::PyBuffer;
+use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -67,7 +67,7 @@ pub(crate) fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
 #[allow(clippy::too_many_arguments)]
 fn collapse_chunk<'py>(
     py: Python<'py>,
-    chunk: &[u8],
+    chunk: PyBuffer<u8>,
     format: &str,
     year_min: u16,
     year_max: u16,
@@ -88,6 +88,7 @@ fn collapse_chunk<'py>(
         lowercase,
         keep_years,
     };
+    let chunk = buffer_bytes(&chunk)?;
     let Some(runs) = py.allow_threads(|| collapse(chunk, format, &policy)) else {
         return Ok(None);
     };
@@ -126,11 +127,12 @@ fn collapse_chunk<'py>(
 
 /// count_lines(text) -> int: the lines of a piece of whole lines (the last may lack its newline).
 #[pyfunction]
-fn count_lines(py: Python<'_>, text: &[u8]) -> usize {
-    py.allow_threads(|| {
+fn count_lines(py: Python<'_>, text: PyBuffer<u8>) -> PyResult<usize> {
+    let text = buffer_bytes(&text)?;
+    Ok(py.allow_threads(|| {
         memchr::memchr_iter(b'\n', text).count()
             + usize::from(text.last().is_some_and(|&b| b != b'\n'))
-    })
+    }))
 }
 
 /// arpa_lines(offsets, text, log10_probs, log10_backoffs, has_backoff) -> bytes
@@ -177,8 +179,9 @@ fn arpa_lines<'py>(
     Ok(PyBytes::new(py, &lines))
 }
 
-/// The bytes of a contiguous buffer (pyarrow's Buffer and Python's bytes export signed chars).
-fn buffer_bytes(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
+/// The bytes of a contiguous buffer (pyarrow's Buffer exports signed chars; bytes, bytearray and their
+/// memoryviews unsigned ones).
+fn buffer_bytes<T: Element>(buffer: &PyBuffer<T>) -> PyResult<&[u8]> {
     if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err("expected a contiguous buffer"));
     }
