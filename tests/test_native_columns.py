@@ -72,7 +72,7 @@ def test_masks_or_by_group_across_chunks_and_orders_as_numpy_reduces_them(joined
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_distinct_tokens_are_every_token_once_in_byte_order(seed):
+def test_distinct_tokens_are_every_token_once_in_byte_order_with_its_first_unigram_row(seed):
     rng = random.Random(seed)
     words = [t for t in TOKENS if t and " " not in t]
     for _ in range(100):
@@ -81,4 +81,9 @@ def test_distinct_tokens_are_every_token_once_in_byte_order(seed):
         if len(ngrams) > 5 and rng.random() < 0.3:
             ngrams = ngrams.slice(2, len(ngrams) - 4)
         expected = sorted({t for n in ngrams.to_pylist() for t in n.split(" ")}, key=lambda t: t.encode())
-        assert native.distinct_tokens(ngrams).to_pylist() == expected
+        tokens, rows = native.distinct_tokens(ngrams)
+        assert tokens.to_pylist() == expected
+        first_row = {}
+        for row, ngram in enumerate(ngrams.to_pylist()):
+            first_row.setdefault(ngram, row)
+        assert rows.tolist() == [first_row.get(token, -1) for token in expected]

@@ -51,13 +51,15 @@ def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
     return starts if order is None else order[starts]
 
 
-def distinct_tokens(ngrams: pa.Array) -> pa.Array:
-    """The distinct tokens of a string array of n-grams, sorted: native/src/order.rs."""
+def distinct_tokens(ngrams: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """(the distinct tokens of a string array of n-grams, sorted; each one's first unigram row among the
+    n-grams, int64, -1 where it has none): native/src/order.rs."""
     if len(ngrams) == 0:
-        return pa.array([], pa.string())
-    offsets, tokens = _kernel.distinct_tokens(*_string_buffers(ngrams))
-    return pa.Array.from_buffers(pa.string(), len(offsets) // 4 - 1,
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(tokens)])
+        return pa.array([], pa.string()), np.zeros(0, np.int64)
+    offsets, tokens, rows = _kernel.distinct_tokens(*_string_buffers(ngrams))
+    return (pa.Array.from_buffers(pa.string(), len(offsets) // 4 - 1,
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(tokens)]),
+            np.frombuffer(rows, np.int64))
 
 
 def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

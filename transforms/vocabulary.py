@@ -40,11 +40,11 @@ TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volum
 
 
 def distinct_tokens(ngrams: pa.Table) -> pa.Table:
-    """The distinct tokens of n-gram rows, sorted by token, with counts from their unigram rows where present."""
-    tokens = native.distinct_tokens(ngrams["ngram"].combine_chunks())
-    unigrams = ngrams.filter(pc.equal(ngrams["order"], 1))
-    row = pc.index_in(tokens, value_set=unigrams["ngram"])  # each token's unigram row, or null
-    return pa.table([tokens, unigrams["match_count"].take(row), unigrams["volume_count"].take(row)], schema=TOKENS)
+    """The distinct tokens of n-gram rows (one per n-gram), sorted by token, with counts from their unigram
+    rows where present."""
+    tokens, rows = native.distinct_tokens(ngrams["ngram"].combine_chunks())
+    row = pa.array(rows, mask=rows < 0)  # each token's unigram row, or null
+    return pa.table([tokens, ngrams["match_count"].take(row), ngrams["volume_count"].take(row)], schema=TOKENS)
 
 
 def merge_tokens(table: pa.Table) -> pa.Table:

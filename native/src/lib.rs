@@ -229,17 +229,18 @@ fn merge_order<'py>(
     PyTuple::new(py, [order, PyBytes::new(py, bytes_of(&starts)).into_any()])
 }
 
-/// distinct_tokens(offsets, data) -> (offsets, bytes)
+/// distinct_tokens(offsets, data) -> (offsets, bytes, unigram rows)
 ///
-/// The distinct tokens of n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA),
-/// sorted, laid out the same way (order.rs).
+/// The distinct tokens of distinct n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32,
+/// into DATA), sorted, laid out the same way, and each token's unigram row among the n-grams, int64
+/// (-1: none) (order.rs).
 #[pyfunction]
 fn distinct_tokens<'py>(
     py: Python<'py>,
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (offsets, bytes) = with_keys(&offsets, &data, |keys| {
+    let (offsets, bytes, rows) = with_keys(&offsets, &data, |keys| {
         py.allow_threads(|| order::distinct_tokens(keys))
     })?;
     PyTuple::new(
@@ -247,6 +248,7 @@ fn distinct_tokens<'py>(
         [
             PyBytes::new(py, bytes_of(&offsets)),
             PyBytes::new(py, &bytes),
+            PyBytes::new(py, bytes_of(&rows)),
         ],
     )
 }

@@ -173,9 +173,10 @@ impl Hasher for WordHasher {
     }
 }
 
-/// The distinct tokens of the keys (n-grams: tokens joined by single spaces), sorted, as
-/// (offsets, bytes) of an Arrow string array.
-pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>) {
+/// The distinct tokens of the keys (n-grams: tokens joined by single spaces), sorted, as (offsets,
+/// bytes) of an Arrow string array, and for each token the first row of its unigram among the keys (-1:
+/// none).
+pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     // Tokens repeat (n-grams share them): sets first, so that only distinct ones are sorted. One set
     // of a range's tokens is larger than the caches and each insert missed them, so the tokens are
     // dealt to PARTS sets by their hash (bits no set uses for its own buckets or tags) a block at a
@@ -183,11 +184,22 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>) {
     let mut sets: Vec<TokenSet> = (0..PARTS).map(|_| TokenSet::default()).collect();
     let mut block = Vec::with_capacity(BLOCK);
     let mut dealt = Vec::with_capacity(BLOCK);
+    // A unigram is its own token: it needs no set, only its row.
+    let mut unigrams: Vec<(u64, &[u8], i64)> = Vec::new();
     // Sorted n-grams mostly share their first tokens with the n-gram before, so a token equal to
     // the one in the same place of the n-gram before is known without a set.
     let mut before: Vec<&[u8]> = Vec::new();
     for i in 0..keys.len() {
-        for (place, token) in keys.get(i).split(|&b| b == b' ').enumerate() {
+        let key = keys.get(i);
+        if memchr::memchr(b' ', key).is_none() {
+            unigrams.push((head(key), key, i as i64));
+            match before.first_mut() {
+                Some(seen) => *seen = key,
+                None => before.push(key),
+            }
+            continue;
+        }
+        for (place, token) in key.split(|&b| b == b' ').enumerate() {
             match before.get_mut(place) {
                 Some(seen) if *seen == token => continue,
                 Some(seen) => *seen = token,
@@ -207,14 +219,33 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>) {
         .map(|token| (head(token), token))
         .collect();
     tokens.sort_unstable();
-    let mut offsets = Vec::with_capacity(tokens.len() + 1);
-    let mut bytes = Vec::with_capacity(tokens.iter().map(|(_, t)| t.len()).sum());
+    unigrams.sort_unstable(); // sorted keys give sorted unigrams: one pass
+    unigrams.dedup_by_key(|&mut (head, token, _)| (head, token)); // the first row of each stays
+    let mut offsets = Vec::with_capacity(tokens.len() + unigrams.len() + 1);
+    let mut bytes = Vec::new();
+    let mut rows = Vec::with_capacity(tokens.len() + unigrams.len());
     offsets.push(0);
-    for (_, token) in tokens {
+    // The two sorted lists merged; a token in both is one, with its unigram's row.
+    let (mut t, mut u) = (tokens.iter().peekable(), unigrams.iter().peekable());
+    loop {
+        let (token, row) = match (t.peek(), u.peek()) {
+            (Some(&&(th, tt)), Some(&&(uh, ut, row))) => match (th, tt).cmp(&(uh, ut)) {
+                std::cmp::Ordering::Less => (t.next().unwrap().1, -1),
+                std::cmp::Ordering::Equal => {
+                    t.next();
+                    (u.next().unwrap().1, row)
+                }
+                std::cmp::Ordering::Greater => (u.next().unwrap().1, row),
+            },
+            (Some(_), None) => (t.next().unwrap().1, -1),
+            (None, Some(&&(_, _, row))) => (u.next().unwrap().1, row),
+            (None, None) => break,
+        };
         bytes.extend_from_slice(token);
         offsets.push(bytes.len() as i32);
+        rows.push(row);
     }
-    (offsets, bytes)
+    (offsets, bytes, rows)
 }
 
 type TokenSet<'a> = HashSet<&'a [u8], BuildHasherDefault<WordHasher>>;
@@ -344,9 +375,9 @@ mod tests {
     }
 
     #[test]
-    fn distinct_tokens_sorted() {
-        let (offsets, data) = keys_of(&["b a", "a", "c b a", "é", "a b"]);
-        let (offsets, bytes) = distinct_tokens(&Keys {
+    fn distinct_tokens_sorted_with_their_unigram_rows() {
+        let (offsets, data) = keys_of(&["b a", "a", "c b a", "é", "a b", "d"]);
+        let (offsets, bytes, rows) = distinct_tokens(&Keys {
             offsets: &offsets,
             data: &data,
         });
@@ -354,7 +385,11 @@ mod tests {
             .windows(2)
             .map(|w| &bytes[w[0] as usize..w[1] as usize])
             .collect();
-        assert_eq!(tokens, vec![&b"a"[..], b"b", b"c", "é".as_bytes()]);
+        assert_eq!(
+            tokens,
+            vec![&b"a"[..], b"b", b"c", b"d", "\u{e9}".as_bytes()]
+        );
+        assert_eq!(rows, vec![1, -1, -1, 5, 3]);
     }
 
     #[test]
