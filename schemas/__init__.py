@@ -6,7 +6,6 @@ schemas/manifest.py.
 """
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 #: Years a row may carry; anything outside is rejected as malformed.
 YEAR_MIN = 1400
@@ -73,12 +72,10 @@ TOTALCOUNTS = pa.schema(
 )
 
 
-def order_of(ngram):
-    """The order of an n-gram as stored (tokens joined by single spaces): an int for a str,
-    an int32 array for an Arrow string array."""
-    if isinstance(ngram, str):
-        return ngram.count(" ") + 1
-    return pc.add(pc.count_substring(ngram, " "), 1)
+def order_of(ngram: str) -> int:
+    """The order of an n-gram as stored (tokens joined by single spaces); transforms/native.py's orders
+    counts a column's the same way."""
+    return ngram.count(" ") + 1
 
 
 def ngrams_schema(keep_years: bool) -> pa.Schema:

@@ -12,6 +12,7 @@ import pytest
 from conftest import SAMPLE, import_ok, run_cli
 from ngramflow.schemas import order_of
 from ngramflow.schemas.manifest import SCHEMA_VERSION
+from ngramflow.transforms import native
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,9 @@ def test_every_reader_refuses_a_newer_schema_version(dataset, tmp_path, capsys, 
 
 
 def test_the_order_of_an_ngram_and_of_a_column_agree():
-    ngrams = ["a", "a b", "a b c d e", "_START_ x_NOUN"]
-    assert [order_of(n) for n in ngrams] == order_of(pa.array(ngrams)).to_pylist() == [1, 2, 5, 2]
+    ngrams = ["a", "a b", "a b c d e", "_START_ x_NOUN", "", "é ü"]
+    assert [order_of(n) for n in ngrams] == native.orders(pa.array(ngrams)).tolist() == [1, 2, 5, 2, 1, 2]
+    assert native.orders(pa.array(ngrams).slice(1, 2)).tolist() == [2, 5]
 
 
 def test_schemas_import_neither_beam_nor_the_jobs_nor_query():

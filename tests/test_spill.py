@@ -22,8 +22,8 @@ from apache_beam.testing.util import assert_that, equal_to
 import ngramflow
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, run_cli, vocabulary_of)
-from ngramflow.schemas import RESERVED_TOKENS, layout, order_of
-from ngramflow.transforms import columnar, runfiles, spill, vocabulary, vocabulary_sort
+from ngramflow.schemas import RESERVED_TOKENS, layout
+from ngramflow.transforms import columnar, native, runfiles, spill, vocabulary, vocabulary_sort
 from ngramflow.transforms.collapse import run_schema
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.query.dataset import Dataset
@@ -97,7 +97,7 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
     words = [f"w{k}" for k in range(3000)] + ["é", "_START_", "zz"]
     grams = sorted({" ".join(rng.choice(words, n)) for n in rng.integers(1, 4, 6000)} | {"_START_", "é"})
     counts = rng.integers(1, 50, len(grams))  # many equal counts: their ids follow the tokens' bytes
-    ngrams = pa.table({"ngram": grams, "order": order_of(pa.array(grams)).cast(pa.int8()),
+    ngrams = pa.table({"ngram": grams, "order": native.orders(pa.array(grams)),
                        "match_count": counts, "volume_count": counts // 2 + 1})
     monkeypatch.setenv(PART_TOKENS_VARIABLE, "700")
     budget = 8 << 10

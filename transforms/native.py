@@ -62,6 +62,13 @@ def distinct_tokens(ngrams: pa.Array) -> tuple[pa.Array, np.ndarray]:
             np.frombuffer(rows, np.int64))
 
 
+def orders(ngrams: pa.Array) -> np.ndarray:
+    """The order of each n-gram of a string array, int8: schemas.order_of's count, natively."""
+    if len(ngrams) == 0:
+        return np.zeros(0, np.int8)
+    return np.frombuffer(_kernel.orders(*_string_buffers(ngrams)), np.int8)
+
+
 def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first year, last year, number of years), int16, of each year-set span mask: native/src/masks.rs."""
     if len(masks) == 0:

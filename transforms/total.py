@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ngramflow.schemas import layout, ngrams_schema, order_of
-from ngramflow.transforms import checked, columnar
+from ngramflow.schemas import layout, ngrams_schema
+from ngramflow.transforms import checked, columnar, native
 from ngramflow.transforms.merge import merge_runs, record_bytes
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.sizing import PIECES_PER_RANGE, range_bytes, range_sample_every
@@ -35,7 +35,7 @@ def to_ngram_table(totals: pa.Table) -> pa.Table:
     first, last, years = columnar.mask_stats(totals["years"])
     columns = [
         totals["ngram"],
-        order_of(totals["ngram"]).cast(pa.int8()),
+        pa.array(native.orders(totals["ngram"].combine_chunks())),
         totals["match"],
         totals["volume"],
         pa.array(first),
@@ -137,9 +137,18 @@ def order_record(order: int, totals: tuple) -> tuple:
 
 
 def files_by_order(shard: int, ngrams: pa.Table):
-    """(output name, rows) for each order present in one shard's table."""
-    for order in pc.unique(ngrams["order"]).to_pylist():
-        yield layout.part(layout.ngrams_folder(order), shard), ngrams.filter(pc.equal(ngrams["order"], order))
+    """(output name, rows) for each order present in one shard's table, each order's rows in the table's
+    order: a stable sort by order (one copy of the rows, where a filter per order copied them once per order)."""
+    orders = columnar.numpy(ngrams["order"])
+    counts = np.bincount(orders)
+    present = np.flatnonzero(counts).tolist()
+    counts = counts.tolist()
+    if len(present) > 1:
+        ngrams = ngrams.take(np.argsort(orders, kind="stable"))
+    start = 0
+    for order in present:
+        yield layout.part(layout.ngrams_folder(order), shard), ngrams.slice(start, counts[order])
+        start += counts[order]
 
 
 class SumOrderTotals(beam.PTransform):

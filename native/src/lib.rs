@@ -253,6 +253,26 @@ fn distinct_tokens<'py>(
     )
 }
 
+/// orders(offsets, data) -> bytes
+///
+/// The order (tokens: spaces + 1, as schemas.order_of counts them) of every n-gram of a string array's
+/// buffers (OFFSETS: n + 1 int32, into DATA), one int8 each, at most 127.
+#[pyfunction]
+fn orders<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let orders = with_keys(&offsets, &data, |keys| {
+        py.allow_threads(|| {
+            (0..keys.len())
+                .map(|i| (memchr::memchr_iter(b' ', keys.get(i)).count() + 1).min(127) as u8)
+                .collect::<Vec<u8>>()
+        })
+    })?;
+    Ok(PyBytes::new(py, &orders))
+}
+
 /// mask_stats(offsets, data) -> (first, last, years)
 ///
 /// The first year, last year and number of years (int16 each) of every span mask of a binary
@@ -365,6 +385,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
     m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(orders, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
