@@ -31,6 +31,9 @@ from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import CHUNK_BYTES, EMIT_RUNS, EXPANSION
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: The room a reader's buffer has, beyond a block, for the part of a line carried to the next block; a longer
+#: line grows the buffer.
+LINE_ROOM = 1 << 16
 #: What reading a corrupt, truncated or unreadable file raises.
 CORRUPT_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
 
@@ -174,7 +177,7 @@ class LineReader:
     def __init__(self, path: str, forced_format: str | None):
         self.path = path
         self.data, self.raw = _open(path)
-        self.buffer = bytearray(2 * CHUNK_BYTES)
+        self.buffer = bytearray(CHUNK_BYTES + LINE_ROOM)
         self.start = self.end = 0  # buffer[start:end]: read, not yet handed out; starts at the start of a line
         self.offset = 0  # decompressed offset of buffer[start]
         self.line = 1  # number of the line that starts there
@@ -205,7 +208,8 @@ class LineReader:
             self.start = self.offset = len(codecs.BOM_UTF8)
 
     def _fill(self) -> bool:
-        """Read up to CHUNK_BYTES more after the unread text, moved to the buffer's start; False at the end."""
+        """Read up to CHUNK_BYTES more after the unread text (a part of a line: lines_before fills only
+        when no whole line is left), moved to the buffer's start; False at the end."""
         unread = self.end - self.start
         if len(self.buffer) - unread < CHUNK_BYTES:  # a line longer than the buffer: a larger one
             self.buffer = self.buffer[self.start:self.end] + bytearray(CHUNK_BYTES)
