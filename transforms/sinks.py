@@ -9,6 +9,8 @@ finalization step, so it behaves the same in batch and in Flink's checkpointed
 output folder.
 """
 
+import collections
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -70,13 +72,20 @@ class StreamedTables:
     a temporary name and renamed when the block ends without an error; a file exists only if it has rows.
 
     Rows are held back until they fill whole row groups of ROW_GROUP_ROWS, so the files are laid out as
-    write_named_table lays out one table of the same rows.
+    write_named_table lays out one table of the same rows. The row groups are encoded and compressed on a
+    thread of their own, in order, while the caller makes the next rows (Arrow's writer releases Python's
+    lock): a stage that writes as it merges, as a range's merge or the vocabulary's numbering does, keeps
+    two cores busy where it had one. At most AHEAD writes wait for that thread, so the tables held stay few.
     """
+
+    AHEAD = 2
 
     def __init__(self, root: str, schema: pa.Schema):
         self.root, self.schema = root, schema
         self.files = contextlib.ExitStack()
         self.writers, self.pending = {}, {}
+        self.writing = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet")
+        self.queued = collections.deque()
 
     def write(self, name: str, table: pa.Table) -> None:
         pending = self.pending.setdefault(name, [])
@@ -88,20 +97,38 @@ class StreamedTables:
 
     def _flush(self, name: str, rows: int) -> None:
         table = pa.concat_tables(self.pending[name])
+        self.pending[name] = [table.slice(rows)]
+        while len(self.queued) >= self.AHEAD:
+            self.queued.popleft().result()  # and its error, if it failed
+        self.queued.append(self.writing.submit(self._write, name, table.slice(0, rows)))
+
+    def _write(self, name: str, table: pa.Table) -> None:
+        """(On the writing thread.) The table's rows appended to file NAME, opened at its first rows."""
         if name not in self.writers:
             fh = self.files.enter_context(renamed_when_done(_table_path(self.root, name)))
             self.writers[name] = self.files.enter_context(pq.ParquetWriter(fh, self.schema, **_parquet(self.schema)))
-        self.writers[name].write_table(table.slice(0, rows), row_group_size=sizing.ROW_GROUP_ROWS)
-        self.pending[name] = [table.slice(rows)]
+        self.writers[name].write_table(table, row_group_size=sizing.ROW_GROUP_ROWS)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *error):
-        if error[0] is None:
-            for name, pending in self.pending.items():
-                if rows := sum(t.num_rows for t in pending):
-                    self._flush(name, rows)
+        failed = None
+        try:
+            if error[0] is None:
+                for name, pending in self.pending.items():
+                    if rows := sum(t.num_rows for t in pending):
+                        self._flush(name, rows)
+        except Exception as err:  # an earlier write's error, met while queueing these
+            failed = err
+        finally:
+            for write in self.queued:
+                failed = failed or write.exception()  # waits for it
+            self.queued.clear()
+            self.writing.shutdown()
+        if error[0] is None and failed is not None:
+            self.files.__exit__(type(failed), failed, failed.__traceback__)  # no file renamed into place
+            raise failed
         # Each writer, then its file: renamed into place, unless an error is passing through.
         return self.files.__exit__(*error)
 
