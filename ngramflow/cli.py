@@ -217,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The console command: ``main``, then an exit that skips the interpreter's teardown.
 
-    Teardown frees every object of the process one at a time: 0.3 s of wall time and 0.7 s of CPU after an
-    import of 80M rows, when the dataset is already written. Exit handlers still run and the standard
+    Teardown frees every object of the process one at a time: 0.3 s of wall time after an import of 80M
+    rows, when the dataset is already written. Exit handlers still run and the standard
     streams are flushed, so nothing that a normal exit would write is lost; an exception from ``main``
     (a bug) still exits the normal way, with its traceback."""
     code = main()

@@ -231,8 +231,8 @@ fn merge_order<'py>(
 
 /// distinct_tokens(offsets, data) -> (offsets, bytes, unigram rows)
 ///
-/// The distinct tokens of distinct n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32,
-/// into DATA), sorted, laid out the same way, and each token's unigram row among the n-grams, int64
+/// The distinct tokens of n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32, into
+/// DATA), sorted, laid out the same way, and each token's first unigram row among the n-grams, int64
 /// (-1: none) (order.rs).
 #[pyfunction]
 fn distinct_tokens<'py>(
