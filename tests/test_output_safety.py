@@ -342,3 +342,28 @@ def test_an_output_that_is_a_bad_link_is_a_one_line_error(tmp_path, capsys, targ
     os.symlink(tmp_path / target, tmp_path / "self")
     err = one_line_error(capsys, run_cli("import", ONE_FILE, "--output", tmp_path / "self", "-q"))
     assert message in err
+
+
+def test_streamed_files_are_whole_in_order_or_not_published(tmp_path):
+    """StreamedTables writes its row groups on a thread of its own: every row lands, in order; a write that
+    fails there fails the block, and no file of the block is renamed into place."""
+    from ngramflow.transforms.sinks import StreamedTables
+    from ngramflow.transforms.sizing import ROW_GROUP_ROWS
+
+    schema = pa.schema([("x", pa.int64())])
+    pieces = [pa.table({"x": range(start, start + 10_007)}) for start in range(0, 7 * ROW_GROUP_ROWS, 10_007)]
+    with StreamedTables(str(tmp_path / "ok"), schema) as files:
+        for piece in pieces:
+            files.write("a", piece)
+            files.write("b/c", piece.slice(0, 3))
+    assert pq.read_table(tmp_path / "ok" / "a.parquet").equals(pa.concat_tables(pieces).cast(schema))
+    assert pq.read_table(tmp_path / "ok" / "b" / "c.parquet").num_rows == 3 * len(pieces)
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "b").write_text("a file where the writer needs a folder")
+    with pytest.raises(OSError):
+        with StreamedTables(str(tmp_path / "bad"), schema) as files:
+            for piece in pieces:
+                files.write("a", piece)
+            files.write("b/c", pieces[0])  # its folder cannot be made: fails on the writing thread, at the end
+    assert not os.path.exists(tmp_path / "bad" / "a.parquet")
