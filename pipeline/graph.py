@@ -92,8 +92,9 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             # the input's size and its measured density (sizing.merge_shards, transforms/density.py).
             density = input_density(files, settings)
             plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
+        # Without Create's own reshuffle (a stage of its own): ReadNgramFiles spreads the units over the workers.
         units = pipeline | "Input files" >> beam.Create(
-            pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes))
+            pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes), reshuffle=False)
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
     results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
