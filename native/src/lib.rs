@@ -264,11 +264,7 @@ fn orders<'py>(
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let orders = with_keys(&offsets, &data, |keys| {
-        py.allow_threads(|| {
-            (0..keys.len())
-                .map(|i| (memchr::memchr_iter(b' ', keys.get(i)).count() + 1).min(127) as u8)
-                .collect::<Vec<u8>>()
-        })
+        py.allow_threads(|| order::orders(keys))
     })?;
     Ok(PyBytes::new(py, &orders))
 }

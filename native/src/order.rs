@@ -248,6 +248,13 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     (offsets, bytes, rows)
 }
 
+/// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
+pub fn orders(keys: &Keys) -> Vec<u8> {
+    (0..keys.len())
+        .map(|i| (memchr::memchr_iter(b' ', keys.get(i)).count() + 1).min(127) as u8)
+        .collect()
+}
+
 type TokenSet<'a> = HashSet<&'a [u8], BuildHasherDefault<WordHasher>>;
 /// The sets a range's tokens are dealt to, and the tokens dealt at a time.
 const PARTS: usize = 256;
