@@ -2,9 +2,9 @@
 
 Each line: module, what it does, what goes in -> what comes out.
 
-    read.py        work units of files (pack_files) -> run tables: stream-decompress each file, cut
-                   it into chunks of whole lines, parse and collapse each chunk; named reject tables
-                   and per-file statistics on the side (ReadNgramFiles)
+    read.py        work units of files (pack_files) -> run tables: stream-decompress each file into one
+                   reused buffer, cut it into chunks of whole lines, parse and collapse each chunk;
+                   named reject tables and per-file statistics on the side (ReadNgramFiles)
     formats.py     one line -> (tokens, [(year, match, volume)]) or Malformed: the three line
                    formats, the careful parser that defines what is accepted, format detection
     kernel.py      chunk of lines -> run table + dropped rows + rejects: the native kernel (native/,
@@ -37,12 +37,13 @@ Each line: module, what it does, what goes in -> what comes out.
                    part files, the same ids by an external sort
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
-                   the same for files written piece by piece (StreamedTables)
+                   the same for files written piece by piece, encoded on a thread of their own (StreamedTables)
     wire.py        a table -> its pickled bytes: Arrow IPC with LZ4, how every table crosses the runner
                    and sits in Flink's keyed state (registered on import of this package)
     table_coder.py a PCollection of tables -> the same bytes, sized without encoding (Beam's coder)
-    native.py      the native kernel's column functions: keys -> their order and groups; year span
-                   masks -> first, last and count, and ORed by group
+    native.py      the native kernel's column functions: keys -> their order and groups; n-grams ->
+                   their orders, their distinct tokens with each one's unigram row; year span masks ->
+                   first, last and count, and ORed by group
     columnar.py    vectorized helpers the steps share: runs, year bit masks (kept as spans), series,
                    shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
