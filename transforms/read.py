@@ -184,9 +184,11 @@ class LineReader:
         try:
             self._fill()
             self._drop_byte_order_mark()
-            head = self.unread().split(b"\n", formats.DETECT_LINES)
-            self.format = forced_format or formats.detect_format(head)
-            if self.format is None and self.unread().strip():
+            self.format = forced_format
+            if self.format is None:
+                head = self.unread()
+                self.format = formats.detect_format(head.split(b"\n", formats.DETECT_LINES))
+            if self.format is None and head.strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
                                      f"format ({', '.join(formats.INPUT_FORMATS)}); pass --format to force one")
         except BaseException:

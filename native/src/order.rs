@@ -7,6 +7,7 @@
 //! pieces, where a sort of the whole column paid O(n log n) (and a sorted column costs one pass).
 //! Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
@@ -226,24 +227,29 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     let mut rows = Vec::with_capacity(tokens.len() + unigrams.len());
     offsets.push(0);
     // The two sorted lists merged; a token in both is one, with its unigram's row.
-    let (mut t, mut u) = (tokens.iter().peekable(), unigrams.iter().peekable());
-    loop {
-        let (token, row) = match (t.peek(), u.peek()) {
-            (Some(&&(th, tt)), Some(&&(uh, ut, row))) => match (th, tt).cmp(&(uh, ut)) {
-                std::cmp::Ordering::Less => (t.next().unwrap().1, -1),
-                std::cmp::Ordering::Equal => {
-                    t.next();
-                    (u.next().unwrap().1, row)
-                }
-                std::cmp::Ordering::Greater => (u.next().unwrap().1, row),
-            },
-            (Some(_), None) => (t.next().unwrap().1, -1),
-            (None, Some(&&(_, _, row))) => (u.next().unwrap().1, row),
-            (None, None) => break,
-        };
+    let mut push = |token: &[u8], row: i64| {
         bytes.extend_from_slice(token);
         offsets.push(bytes.len() as i32);
         rows.push(row);
+    };
+    let mut unigrams = unigrams.into_iter().peekable();
+    for (key, token) in tokens {
+        let mut row = -1;
+        while let Some(&(h, unigram, r)) = unigrams.peek() {
+            match (h, unigram).cmp(&(key, token)) {
+                Ordering::Less => push(unigram, r),
+                Ordering::Equal => row = r,
+                Ordering::Greater => break,
+            }
+            unigrams.next();
+            if row >= 0 {
+                break;
+            }
+        }
+        push(token, row);
+    }
+    for (_, unigram, row) in unigrams {
+        push(unigram, row);
     }
     (offsets, bytes, rows)
 }
