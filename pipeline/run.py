@@ -147,24 +147,6 @@ def _run_mkn_pipeline(opts: ImportOptions, out: OutputDir, args: list[str]) -> N
     pipeline.run().wait_until_finish()
 
 
-#: Submissions of a resumed job whose checkpoint Flink could not map (see CheckpointNotMapped).
-RESUME_ATTEMPTS = 10
-
-
-def _run_resumable(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):
-    if not opts.flink.resume_from:
-        return _run_pipeline(opts, files, out, progress, flink)
-    from ngramflow.pipeline.flink.session import CheckpointNotMapped
-
-    for attempt in range(1, RESUME_ATTEMPTS + 1):
-        try:
-            return _run_pipeline(opts, files, out, progress, flink)
-        except CheckpointNotMapped as err:
-            if attempt == RESUME_ATTEMPTS:
-                raise RunFailed(f"{err} in {attempt} submissions; the checkpoint is intact, try again") from None
-            print(f"ngramflow: {err}; submitting again ({attempt + 1} of {RESUME_ATTEMPTS})", file=sys.stderr)
-
-
 def _local_inputs(opts: ImportOptions) -> list[str]:
     """The inputs with http(s) URLs and corpus: specs replaced by verified files in the cache."""
     try:
@@ -240,7 +222,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     files, totalcounts_files = inputs.ngram_files, inputs.totalcounts
     out = target.build
     started = time.time()
-    runner_info, plan = _run_resumable(opts, files, out, progress, flink)
+    runner_info, plan = _run_pipeline(opts, files, out, progress, flink)
     totalled = aggregation(opts, out, plan)  # before publishing deletes the run files
     record = ImportRecord(
         inputs=merge_file_stats([s for unit in out.read_records(layout.FILE_STATS) for s in unit]),

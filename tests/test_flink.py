@@ -33,14 +33,19 @@ SLICE_SIZE = "64k"
 #: (fewer there: every slice's table is split over all keys, and those tests read 64 KiB slices). Half
 #: of what they were when a run's year set took 88 bytes: the keys follow the run tables' bytes.
 SMALL_KEY_BUDGET = KILL_TEST_KEY_BUDGET = 1 << 18
+#: JVMs started with this hand out other identity hash codes than by default (an incrementing sequence):
+#: Beam's job server then fuses and translates a pipeline in another order, the way two job server
+#: processes can (StableUidJobServer); a resumed job must still find all of its checkpoint's state.
+OTHER_IDENTITY_HASHES = {"JAVA_TOOL_OPTIONS": "-XX:+UnlockExperimentalVMOptions -XX:hashCode=3"}
 FILE_STAT_KEYS = ("path", "size", "format", "rows_read", "rows_rejected", "rows_filtered", "status")
 
 
 @pytest.fixture(scope="session")
 def flink_provisioned():
-    """The job server classpath and the Flink distribution, built on first use (Maven, PyPI)."""
+    """The job server classpath, its entry point and the Flink distribution, built on first use (Maven, javac,
+    PyPI)."""
     started = time.time()
-    provision.ensure_job_server()
+    provision.ensure_launcher()
     provision.ensure_dist()
     print(f"\nFlink provisioning took {time.time() - started:.1f} s")
 
@@ -181,9 +186,9 @@ def cluster(flink_provisioned, tmp_path):
     cluster.down()
 
 
-def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.Popen:
+def start_import(corpus, output, cluster, checkpoints, *options, env=None) -> subprocess.Popen:
     """A checkpointed import as its own process (as a user runs it), checkpointing every second, its n-gram
-    state spread over many keys."""
+    state spread over many keys; ``env``: more environment variables."""
     return subprocess.Popen(
         [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
@@ -191,7 +196,7 @@ def start_import(corpus, output, cluster, checkpoints, *options) -> subprocess.P
          *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # State spread over many keys, as a large corpus spreads it (sizing.merge_shards).
-        env={**os.environ, KEY_BUDGET_VARIABLE: str(KILL_TEST_KEY_BUDGET)})
+        env={**os.environ, KEY_BUDGET_VARIABLE: str(KILL_TEST_KEY_BUDGET), **(env or {})})
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
@@ -293,17 +298,13 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
                                     "--resume-from", hint.group(1), "--min-count", "2"))
     assert code == 2 and "belongs to an import with other options" in err, err
     code, err = finish(start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints",
-                                    "--resume-from", hint.group(1)))
+                                    "--resume-from", hint.group(1), env=OTHER_IDENTITY_HASHES))
     assert code == 0, err
     print(f"the resumed import finished {time.time() - started:.1f} s after the first started")
     manifest = json.load(open(tmp_path / "out" / "_manifest.json"))
     assert manifest["flink"]["resumed_from"] == hint.group(1)
-    # A submission Flink could not map the checkpoint onto failed at once; the import says so and submits again.
-    jobs = rest.jobs(cluster.rest_address)
-    resubmitted = err.count("submitting again")
-    print(f"submissions of the resumed job: {1 + resubmitted}")
-    assert len(jobs) == 1 + resubmitted and sum(j["state"] == "FAILED" for j in jobs) == resubmitted
-    (job,) = [j["jid"] for j in jobs if j["state"] == "FINISHED"]
-    assert rest.checkpoints(cluster.rest_address, job)["counts"]["restored"] == 1
+    (job,) = rest.jobs(cluster.rest_address)  # the first submission maps the whole checkpoint
+    assert job["state"] == "FINISHED", job
+    assert rest.checkpoints(cluster.rest_address, job["jid"])["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")

@@ -8,12 +8,13 @@ import sys
 import zipfile
 
 from conftest import HERE
+from ngramflow.pipeline.flink.provision import LAUNCHER_SOURCE
 from test_api import in_folder_with_tests, readme_example
 
 CHECKOUT = os.path.dirname(HERE)
 #: What the build leaves out of its copy of the checkout: nothing of it is packaged.
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests")
-FLINK_FILES = ["pom.xml", "config.yaml", "log4j.properties"]
+FLINK_FILES = ["pom.xml", "config.yaml", "log4j.properties", LAUNCHER_SOURCE]
 
 
 def build_wheel(folder) -> tuple[str, str]:

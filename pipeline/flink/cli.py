@@ -15,9 +15,9 @@ def _log(message: str) -> None:
 
 
 def _provision(args) -> int:
-    lib = provision.ensure_job_server(_log)
+    lib, launcher = provision.ensure_job_server(_log), provision.ensure_launcher(_log)
     dist = provision.ensure_dist(_log)
-    print(f"job server classpath: {lib}\nFlink {provision.FLINK_DIST_VERSION}: {dist}")
+    print(f"job server classpath: {lib} and {launcher}\nFlink {provision.FLINK_DIST_VERSION}: {dist}")
     return 0
 
 

@@ -8,9 +8,7 @@ from apache_beam.portability.api import beam_fn_api_pb2_grpc
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
 from ngramflow.pipeline.flink import jvm
-from ngramflow.pipeline.flink.provision import ensure_job_server
-
-DRIVER = "org.apache.beam.runners.flink.FlinkJobServerDriver"
+from ngramflow.pipeline.flink.provision import LAUNCHER_CLASS, ensure_job_server, ensure_launcher
 
 
 class LoopbackWorkerPool:
@@ -39,7 +37,8 @@ class LoopbackWorkerPool:
 
 
 class JobServer:
-    """FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``.
+    """Beam's FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``, started through
+    LAUNCHER_CLASS so that a resumed streaming job finds its checkpoint's state (see its source).
 
     ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver ships its whole classpath to the
     cluster with the job, so the TaskManagers run those transforms without installing anything.
@@ -57,10 +56,10 @@ class JobServer:
         return f"127.0.0.1:{self.job_port}"
 
     def start(self) -> None:
-        lib = ensure_job_server()
+        launcher, lib = ensure_launcher(), ensure_job_server()
         artifacts = os.path.join(os.path.dirname(self.log_path), "artifacts")
-        command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags,
-                   "-cp", os.pathsep.join(os.path.join(folder, "*") for folder in [lib, *self.classpath]), DRIVER,
+        classpath = [launcher, *(os.path.join(folder, "*") for folder in [lib, *self.classpath])]
+        command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags, "-cp", os.pathsep.join(classpath), LAUNCHER_CLASS,
                    "--job-host=127.0.0.1", f"--job-port={self.job_port}",
                    f"--artifact-port={jvm.free_port()}", f"--expansion-port={jvm.free_port()}",
                    f"--artifacts-dir={artifacts}", f"--flink-master={self.flink_master}",

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -10,16 +9,12 @@ import time
 
 import yaml
 
-from ngramflow.pipeline.flink.provision import INFRA
-from ngramflow.errors import RunFailed, UserError
+from ngramflow.pipeline.flink.provision import INFRA, jdk_tool
+from ngramflow.errors import RunFailed
 
 
 def java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not found or not os.access(found, os.X_OK):
-        raise UserError("java is not installed (Flink needs Java 11 or 17); install a JDK or set JAVA_HOME")
-    return found
+    return jdk_tool("java")
 
 
 def java17_flags() -> list[str]:

@@ -4,7 +4,8 @@ Two things come from package registries (see ../shared/PLATFORM.md for why
 these and no others):
 
 - the Beam Flink job server's classpath, assembled by Maven from
-  infra/flink/pom.xml (the shaded job-server jar is not downloadable here);
+  infra/flink/pom.xml (the shaded job-server jar is not downloadable here),
+  and our entry point to it (infra/flink/java/, compiled with the JDK's javac);
 - Flink's own distribution for `ngramflow flink up`: flink-dist and its
   logging jars, taken from PyPI's apache-flink-libraries sdist without
   installing it (its dependencies pin an older apache-beam).
@@ -42,9 +43,12 @@ def dist_dir() -> str:
     return os.path.join(FLINK_HOME, f"flink-{FLINK_DIST_VERSION}")
 
 
-def _pom_digest(pom: str) -> str:
-    with open(pom, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+def _digest(*paths: str) -> str:
+    sha = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as fh:
+            sha.update(fh.read())
+    return sha.hexdigest()
 
 
 def is_built(folder: str, token: str) -> bool:
@@ -77,7 +81,7 @@ def run_tool(command: list[str], what: str, log) -> None:
 def maven_classpath(pom: str, folder: str, what: str, log=None) -> str:
     """FOLDER/lib: the runtime dependencies of the Maven ``pom``, copied there once (again when the pom
     changes); ``what`` says what they are for, in messages."""
-    if is_built(folder, _pom_digest(pom)):
+    if is_built(folder, _digest(pom)):
         return os.path.join(folder, "lib")
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
@@ -86,7 +90,7 @@ def maven_classpath(pom: str, folder: str, what: str, log=None) -> str:
         run_tool(["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies",
               f"-DoutputDirectory={os.path.join(staging, 'lib')}"],
              f"assemble {what} with Maven", log or _quiet)
-        publish_build(staging, folder, _pom_digest(pom))
+        publish_build(staging, folder, _digest(pom))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return os.path.join(folder, "lib")
@@ -134,6 +138,50 @@ def ensure_job_server(log=_quiet) -> str:
     """The job server's lib folder, built first if needed."""
     return maven_classpath(os.path.join(INFRA, "pom.xml"), os.path.dirname(job_server_lib()),
                            "the Beam Flink job server classpath", log)
+
+
+#: The job server's entry point (see its header): Beam's driver, with uids for every operator of a
+#: streaming job. Source under infra/flink/java/, compiled against the job server's classpath.
+LAUNCHER_CLASS = "org.ngramflow.flink.StableUidJobServer"
+LAUNCHER_SOURCE = os.path.join("java", *LAUNCHER_CLASS.split(".")) + ".java"
+
+
+def ensure_launcher(log=_quiet) -> str:
+    """The jar of LAUNCHER_CLASS, compiled first if needed."""
+    return compiled_java(os.path.join(INFRA, LAUNCHER_SOURCE), [ensure_job_server(log)],
+                         os.path.join(FLINK_HOME, "launcher"), "the job server's entry point", log)
+
+
+def compiled_java(source: str, libs: list[str], folder: str, what: str, log=_quiet) -> str:
+    """FOLDER/classes.jar: the Java ``source`` compiled against the jars of the ``libs`` folders (Maven-built,
+    see maven_classpath) once, and again when the source or a lib's pom changes."""
+    jar = os.path.join(folder, "classes.jar")
+    token = _digest(source, *(os.path.join(os.path.dirname(lib), _STAMP) for lib in libs))
+    if is_built(folder, token):
+        return jar
+    os.makedirs(os.path.dirname(folder), exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=os.path.basename(folder) + "-", dir=os.path.dirname(folder))
+    try:
+        classes = os.path.join(staging, "classes")
+        classpath = os.pathsep.join(os.path.join(lib, "*") for lib in libs)
+        run_tool([jdk_tool("javac"), "--release", "11", "-nowarn", "-cp", classpath, "-d", classes, source],
+                 f"compile {what}", log)
+        run_tool([jdk_tool("jar"), "--create", "--file", os.path.join(staging, os.path.basename(jar)),
+                  "-C", classes, "."], f"package {what}", log)
+        shutil.rmtree(classes)
+        publish_build(staging, folder, token)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return jar
+
+
+def jdk_tool(name: str) -> str:
+    """A tool of the JDK (java, javac, jar): JAVA_HOME's, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", name) if home else shutil.which(name)
+    if not found or not os.access(found, os.X_OK):
+        raise UserError(f"{name} is not installed (Flink runs need a JDK 11 or 17); install one or set JAVA_HOME")
+    return found
 
 
 def ensure_dist(log=_quiet) -> str:

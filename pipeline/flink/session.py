@@ -33,16 +33,8 @@ RUN_RECORD = "ngramflow-run.json"
 _COMPLETED = re.compile(r"Completed checkpoint (\d+) for job \w+ \((\d+) bytes, checkpointDuration=(\d+) ms")
 
 
-class CheckpointNotMapped(RunFailed):
-    """A resumed job could not place the in-flight data of its checkpoint in the resubmitted program.
-
-    Beam gives some operators (ToKeyedWorkItem) no uid, so Flink derives their
-    ids from the order in which the job server translated the pipeline, and
-    that order can differ between job server processes. Flink refuses such a
-    restore before any task runs, so submitting again (a new job server) is safe.
-    """
-
-    MARKER = "Cannot map checkpoint/savepoint state for operator"
+#: Flink's words when a checkpoint holds state the submitted program has no operator for.
+NOT_MAPPED = "Cannot map checkpoint/savepoint state for operator"
 
 
 @dataclass
@@ -132,11 +124,13 @@ def _cluster_checkpoints(master: str, since_ms: int) -> list[dict]:
                   key=lambda c: c["id"])
 
 
-def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker: str, checkpoint_root: str | None,
-                   resume: str | None) -> list[str]:
+def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker: str,
+                   checkpoint_root: str | None) -> list[str]:
     args = ["--runner=PortableRunner", f"--job_endpoint={endpoint}", "--environment_type=EXTERNAL",
             f"--environment_config={worker}", f"--parallelism={parallelism}"]
-    if flink.checkpointed:
+    if not flink.checkpointed:  # the job server's own master is [auto], for streaming jobs (StableUidJobServer)
+        args.append(f"--flink_master={flink.flink_master}")
+    else:
         args += ["--streaming", f"--checkpointing_interval={int(flink.checkpoint_interval * 1000)}",
                  "--checkpointing_mode=EXACTLY_ONCE",
                  # Without it, elements in flight at a checkpoint were dropped as late (PLATFORM.md).
@@ -155,8 +149,6 @@ def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker:
                  # element of Create). The price: see "Known limits" in the README.
                  "--unaligned_checkpoint_enabled",
                  "--state_backend=rocksdb", f"--state_backend_storage_path=file://{checkpoint_root}"]
-        if resume:
-            args.append(f"--savepoint_path={resume}")
     return args
 
 
@@ -183,7 +175,7 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
         os.makedirs(checkpoint_root, exist_ok=True)
         with open(os.path.join(checkpoint_root, RUN_RECORD), "w") as fh:
             json.dump(identity, fh)
-        if resume:  # [local] reads it from the configuration, a cluster from --savepoint_path
+        if resume:  # the job server's environments read it from the configuration (StableUidJobServer)
             settings["execution.savepoint.path"] = resume
     heap_flags = []
     info.rest_address = flink.flink_master
@@ -204,7 +196,7 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
             server.start()
             started_ms = int(time.time() * 1000)
             try:
-                yield _pipeline_args(flink, parallelism, server.endpoint, worker.address, checkpoint_root, resume), info
+                yield _pipeline_args(flink, parallelism, server.endpoint, worker.address, checkpoint_root), info
             finally:
                 server.stop()
                 info.job_server_peak_rss_bytes = server.peak_rss
@@ -214,10 +206,14 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
     except Exception as err:
         if isinstance(err, (RunFailed, UserError)) or InputFileError.MARKER in str(err):
             raise
-        if resume and CheckpointNotMapped.MARKER in str(err):
-            raise CheckpointNotMapped(f"the resumed job could not map {resume} onto the resubmitted program "
-                                      f"(job server log: {log_path})") from None
         found = checkpoint_root and newest_checkpoint(checkpoint_root)
+        if checkpoint_root and not found:  # only the run record: nothing to resume from
+            shutil.rmtree(checkpoint_root, ignore_errors=True)
+        if resume and NOT_MAPPED in str(err):
+            # Operator ids depend only on the program (StableUidJobServer): this one is not the checkpoint's.
+            raise RunFailed(f"{resume} holds state for operators this import does not have: resume with the "
+                            "ngramflow, Beam and Flink versions that took the checkpoint "
+                            f"(job server log: {log_path})") from None
         hint = f"; resume with --resume-from {found}" if found else ""
         raise RunFailed(f"the Flink job failed: {_first_line(err)} (job server log: {log_path}){hint}") from None
     else:

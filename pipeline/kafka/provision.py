@@ -4,20 +4,16 @@
 - the connector: Beam's KafkaIO and the Kafka client (infra/kafka/connector-pom.xml), added to the Flink
   job server's classpath and to the expansion service that expands Python's ReadFromKafka. Only the jars
   the job server does not already have are kept, so one version of each library is on the classpath;
-- that expansion service (infra/kafka/LoopbackExpansionService.java), compiled with javac.
+- that expansion service (infra/kafka/LoopbackExpansionService.java), compiled with the JDK's javac.
 
 Both land under KAFKA_HOME (default ~/.cache/ngramflow/kafka, environment NGRAMFLOW_KAFKA_HOME).
 """
 
-import hashlib
 import importlib.resources
 import os
 import re
-import shutil
-import tempfile
 
-from ngramflow.pipeline.flink.provision import (ensure_job_server, is_built, maven_classpath, publish_build,
-                                                 run_tool)
+from ngramflow.pipeline.flink.provision import compiled_java, ensure_job_server, maven_classpath
 
 INFRA = str(importlib.resources.files("ngramflow.pipeline.kafka.infra"))
 KAFKA_HOME = os.environ.get("NGRAMFLOW_KAFKA_HOME",
@@ -55,21 +51,7 @@ EXPANSION_SOURCE = "LoopbackExpansionService.java"
 
 
 def ensure_expansion_service(log=_quiet) -> str:
-    """A folder holding the compiled LoopbackExpansionService (infra/kafka), compiled once with javac against the
-    job server's and KafkaIO's jars: each import then starts it without compiling it again."""
-    job_server, connector = ensure_job_server(log), ensure_connector(log)
-    source = os.path.join(INFRA, EXPANSION_SOURCE)
-    with open(source, "rb") as fh:
-        token = hashlib.sha256(fh.read()).hexdigest()
-    folder = os.path.join(KAFKA_HOME, "expansion-service")
-    if not is_built(folder, token):
-        os.makedirs(KAFKA_HOME, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix="expansion-service-", dir=KAFKA_HOME)
-        try:
-            classpath = os.pathsep.join(os.path.join(lib, "*") for lib in (job_server, connector))
-            run_tool(["javac", "-d", staging, "-cp", classpath, source], "compile the expansion service for KafkaIO",
-                     log)
-            publish_build(staging, folder, token)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    """The jar of LoopbackExpansionService (infra/kafka), compiled once against the job server's and KafkaIO's
+    jars: each import then starts it without compiling it again."""
+    return compiled_java(os.path.join(INFRA, EXPANSION_SOURCE), [ensure_job_server(log), ensure_connector(log)],
+                         os.path.join(KAFKA_HOME, "expansion-service"), "the expansion service for KafkaIO", log)
