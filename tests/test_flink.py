@@ -5,6 +5,7 @@ job servers by the import that started them, the cluster's JobManager and
 TaskManagers by the fixtures (or killed by the tests on purpose).
 """
 
+import glob
 import json
 import os
 import re
@@ -186,13 +187,13 @@ def cluster(flink_provisioned, tmp_path):
     cluster.down()
 
 
-def start_import(corpus, output, cluster, checkpoints, *options, env=None) -> subprocess.Popen:
+def start_import(corpus, output, flink_master: str, checkpoints, *options, env=None) -> subprocess.Popen:
     """A checkpointed import as its own process (as a user runs it), checkpointing every second, its n-gram
     state spread over many keys; ``env``: more environment variables."""
     return subprocess.Popen(
         [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
-         "--flink-master", cluster.rest_address, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
+         "--flink-master", flink_master, "--checkpoint-dir", str(checkpoints), "--slice-size", SLICE_SIZE,
          *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # State spread over many keys, as a large corpus spreads it (sizing.merge_shards).
@@ -262,7 +263,7 @@ def kill(pid: int) -> None:
 
 def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
                                                                       tmp_path):
-    process = start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints")
+    process = start_import(corpus, tmp_path / "out", cluster.rest_address, tmp_path / "checkpoints")
     job = running_job(cluster, process)
     before = wait_for_checkpoints(cluster, job, completed=1)
     assert rest.jobs(cluster.rest_address)[0]["state"] == "RUNNING", "the kill must hit a running job"
@@ -277,7 +278,7 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
 
 def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
                                                                          tmp_path):
-    process = start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints")
+    process = start_import(corpus, tmp_path / "out", cluster.rest_address, tmp_path / "checkpoints")
     job = running_job(cluster, process)
     started = time.time()
     wait_for_checkpoints(cluster, job, completed=1)
@@ -294,10 +295,10 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
     assert hint, f"the failure must name the checkpoint to resume from:\n{err}"
 
     cluster.up(taskmanagers=1, memory="2g", slots=2)  # a fresh JobManager and TaskManager
-    code, err = finish(start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints",
+    code, err = finish(start_import(corpus, tmp_path / "out", cluster.rest_address, tmp_path / "checkpoints",
                                     "--resume-from", hint.group(1), "--min-count", "2"))
     assert code == 2 and "belongs to an import with other options" in err, err
-    code, err = finish(start_import(corpus, tmp_path / "out", cluster, tmp_path / "checkpoints",
+    code, err = finish(start_import(corpus, tmp_path / "out", cluster.rest_address, tmp_path / "checkpoints",
                                     "--resume-from", hint.group(1), env=OTHER_IDENTITY_HASHES))
     assert code == 0, err
     print(f"the resumed import finished {time.time() - started:.1f} s after the first started")
@@ -308,3 +309,51 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
     assert rest.checkpoints(cluster.rest_address, job["jid"])["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")
+
+
+def job_servers_of(pid: int) -> list[int]:
+    """The job server JVMs an import process started (their run folder ends with its pid)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if provision.LAUNCHER_CLASS.encode() in args and any(arg.endswith(f"-{pid}/conf".encode()) for arg in args):
+            found.append(int(entry))
+    return found
+
+
+def test_killed_local_import_stops_its_jvm_and_resumes_with_exact_output(flink_provisioned, corpus, sliced_files,
+                                                                         reference, tmp_path):
+    """On [local] the cluster lives in the job server's JVM: a SIGKILL of the import (the OOM killer, kill -9)
+    must not leave that JVM running, and the import resumes from the checkpoint it retained."""
+    checkpoints = tmp_path / "checkpoints"
+    process = start_import(corpus, tmp_path / "out", "[local]", checkpoints)
+    deadline = time.time() + 240
+    while not glob.glob(str(checkpoints / "*" / "*" / "chk-*" / "_metadata")):
+        assert process.poll() is None and time.time() < deadline, "no checkpoint completed while the import ran"
+        time.sleep(0.2)
+    servers = job_servers_of(process.pid)
+    assert len(servers) == 1, servers
+    process.kill()
+    process.communicate()
+    deadline = time.time() + 60
+    while jvm.alive(servers[0]) and time.time() < deadline:
+        time.sleep(0.5)
+    outlived = jvm.alive(servers[0])
+    jvm.stop(servers[0])  # no process left behind, should the check fail
+    assert not outlived, "the job server outlived the import that started it"
+    assert os.path.exists(tmp_path / "out" / "_INCOMPLETE")
+
+    (run,) = os.listdir(checkpoints)
+    resumed = start_import(corpus, tmp_path / "out", "[local]", checkpoints, "--resume-from", str(checkpoints / run),
+                           env=OTHER_IDENTITY_HASHES)
+    code, err = finish(resumed)
+    assert code == 0, err
+    manifest = json.load(open(tmp_path / "out" / "_manifest.json"))
+    assert manifest["flink"]["resumed_from"].startswith(str(checkpoints / run))
+    (log,) = glob.glob(os.path.join(provision.FLINK_HOME, "runs", f"*-{resumed.pid}", "job-server.log"))
+    assert "Restoring job" in open(log, errors="replace").read(), "the resumed job did not restore a checkpoint"
+    assert_same_dataset(tmp_path / "out", reference)

@@ -8,7 +8,7 @@ from apache_beam.portability.api import beam_fn_api_pb2_grpc
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 
 from ngramflow.pipeline.flink import jvm
-from ngramflow.pipeline.flink.provision import LAUNCHER_CLASS, ensure_job_server, ensure_launcher
+from ngramflow.pipeline.flink.provision import LAUNCHER_CLASS, ensure_job_server, ensure_launcher, java_classpath
 
 
 class LoopbackWorkerPool:
@@ -58,13 +58,13 @@ class JobServer:
     def start(self) -> None:
         launcher, lib = ensure_launcher(), ensure_job_server()
         artifacts = os.path.join(os.path.dirname(self.log_path), "artifacts")
-        classpath = [launcher, *(os.path.join(folder, "*") for folder in [lib, *self.classpath])]
-        command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags, "-cp", os.pathsep.join(classpath), LAUNCHER_CLASS,
+        classpath = os.pathsep.join(java_classpath([launcher, lib, *self.classpath]))
+        command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags, "-cp", classpath, LAUNCHER_CLASS,
                    "--job-host=127.0.0.1", f"--job-port={self.job_port}",
                    f"--artifact-port={jvm.free_port()}", f"--expansion-port={jvm.free_port()}",
                    f"--artifacts-dir={artifacts}", f"--flink-master={self.flink_master}",
                    f"--flink-conf-dir={self.conf_dir}"]
-        self.process = jvm.start(command, self.log_path)
+        self.process = jvm.start(command, self.log_path, tied=True)
         try:
             jvm.wait_for_port(self.job_port, self.process.pid, self.log_path, "the Flink job server")
         except BaseException:

@@ -37,12 +37,17 @@ def log_tail(path: str, lines: int = 20) -> str:
         return "(no log)"
 
 
-def start(command: list[str], log_path: str) -> subprocess.Popen:
-    """A JVM in its own session (so a Ctrl-C of the CLI reaches it only through us), output to log_path."""
+def start(command: list[str], log_path: str, tied: bool = False) -> subprocess.Popen:
+    """A JVM in its own session (so a Ctrl-C of the CLI reaches it only through us), output to log_path.
+
+    ``tied``: its standard input is a pipe from this process, which the JVM's main reads to its end and
+    then exits (infra/*/...java): when this process dies, even by SIGKILL, the kernel closes the pipe and
+    the JVM does not outlive it. Keep the returned Popen for as long as the JVM should run.
+    """
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.PIPE if tied else subprocess.DEVNULL, start_new_session=True)
 
 
 def alive(pid: int) -> bool:

@@ -153,8 +153,8 @@ def ensure_launcher(log=_quiet) -> str:
 
 
 def compiled_java(source: str, libs: list[str], folder: str, what: str, log=_quiet) -> str:
-    """FOLDER/classes.jar: the Java ``source`` compiled against the jars of the ``libs`` folders (Maven-built,
-    see maven_classpath) once, and again when the source or a lib's pom changes."""
+    """FOLDER/classes.jar: the Java ``source`` compiled against ``libs`` (folders of jars assembled by
+    maven_classpath, or jars built here) once, and again when the source or a lib changes."""
     jar = os.path.join(folder, "classes.jar")
     token = _digest(source, *(os.path.join(os.path.dirname(lib), _STAMP) for lib in libs))
     if is_built(folder, token):
@@ -163,7 +163,7 @@ def compiled_java(source: str, libs: list[str], folder: str, what: str, log=_qui
     staging = tempfile.mkdtemp(prefix=os.path.basename(folder) + "-", dir=os.path.dirname(folder))
     try:
         classes = os.path.join(staging, "classes")
-        classpath = os.pathsep.join(os.path.join(lib, "*") for lib in libs)
+        classpath = os.pathsep.join(java_classpath(libs))
         run_tool([jdk_tool("javac"), "--release", "11", "-nowarn", "-cp", classpath, "-d", classes, source],
                  f"compile {what}", log)
         run_tool([jdk_tool("jar"), "--create", "--file", os.path.join(staging, os.path.basename(jar)),
@@ -173,6 +173,11 @@ def compiled_java(source: str, libs: list[str], folder: str, what: str, log=_qui
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return jar
+
+
+def java_classpath(entries: list[str]) -> list[str]:
+    """-cp entries for jars and for folders of jars."""
+    return [entry if entry.endswith(".jar") else os.path.join(entry, "*") for entry in entries]
 
 
 def jdk_tool(name: str) -> str:

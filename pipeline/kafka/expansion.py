@@ -3,7 +3,7 @@
 import os
 
 from ngramflow.pipeline.flink import jvm
-from ngramflow.pipeline.flink.provision import ensure_job_server
+from ngramflow.pipeline.flink.provision import ensure_job_server, ensure_launcher, java_classpath
 from ngramflow.pipeline.kafka.provision import EXPANSION_SOURCE, ensure_expansion_service
 #: How KafkaIO is expanded, and why:
 #: - use_deprecated_read: a Read of KafkaIO's unbounded source, which Flink runs itself, with the topic's
@@ -18,26 +18,27 @@ class ExpansionService:
 
     def __init__(self, connector: str, log_path: str):
         self.connector, self.log_path = connector, log_path
-        self.port, self.pid = jvm.free_port(), None
+        self.port, self.process = jvm.free_port(), None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def __enter__(self):
-        classpath = os.pathsep.join([ensure_expansion_service(), *(os.path.join(folder, "*") for folder in
-                                                                   (ensure_job_server(), self.connector))])
+        classpath = os.pathsep.join(java_classpath([ensure_expansion_service(), ensure_launcher(),
+                                                    ensure_job_server(), self.connector]))
         command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, EXPANSION_SOURCE.removesuffix(".java"),
                    str(self.port), *OPTIONS]
-        self.pid = jvm.start(command, self.log_path).pid
+        self.process = jvm.start(command, self.log_path, tied=True)
         try:
-            jvm.wait_for_port(self.port, self.pid, self.log_path, "Beam's expansion service for KafkaIO", timeout=180)
+            jvm.wait_for_port(self.port, self.process.pid, self.log_path, "Beam's expansion service for KafkaIO",
+                              timeout=180)
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc):
-        if self.pid is not None:
-            jvm.stop(self.pid)
-            self.pid = None
+        if self.process is not None:
+            jvm.stop(self.process.pid)
+            self.process = None

@@ -13,7 +13,7 @@ import importlib.resources
 import os
 import re
 
-from ngramflow.pipeline.flink.provision import compiled_java, ensure_job_server, maven_classpath
+from ngramflow.pipeline.flink.provision import compiled_java, ensure_job_server, ensure_launcher, maven_classpath
 
 INFRA = str(importlib.resources.files("ngramflow.pipeline.kafka.infra"))
 KAFKA_HOME = os.environ.get("NGRAMFLOW_KAFKA_HOME",
@@ -51,7 +51,8 @@ EXPANSION_SOURCE = "LoopbackExpansionService.java"
 
 
 def ensure_expansion_service(log=_quiet) -> str:
-    """The jar of LoopbackExpansionService (infra/kafka), compiled once against the job server's and KafkaIO's
-    jars: each import then starts it without compiling it again."""
-    return compiled_java(os.path.join(INFRA, EXPANSION_SOURCE), [ensure_job_server(log), ensure_connector(log)],
+    """The jar of LoopbackExpansionService (infra/kafka), compiled once against the job server's (and its entry
+    point's) and KafkaIO's jars: each import then starts it without compiling it again."""
+    return compiled_java(os.path.join(INFRA, EXPANSION_SOURCE),
+                         [ensure_launcher(log), ensure_job_server(log), ensure_connector(log)],
                          os.path.join(KAFKA_HOME, "expansion-service"), "the expansion service for KafkaIO", log)

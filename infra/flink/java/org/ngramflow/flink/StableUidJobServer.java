@@ -46,6 +46,8 @@ import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
  * each uid-less operator (see StableUids). Arguments are otherwise FlinkJobServerDriver's. Batch jobs keep
  * no state across submissions: they name the real master in their pipeline options ({@code
  * --flink_master}), which Beam prefers to its server's.
+ *
+ * <p>Also: the JVM exits when the import that started it is gone (exitWithStandardInput).
  */
 public final class StableUidJobServer {
   private static final String MASTER = "--flink-master=";
@@ -70,9 +72,30 @@ public final class StableUidJobServer {
     if (master == null || confDir == null) {
       throw new IllegalArgumentException("usage: " + MASTER + "[local]|HOST:PORT " + CONF_DIR + "DIR ...");
     }
+    exitWithStandardInput();
     Target target = new Target(master, GlobalConfiguration.loadConfiguration(confDir));
     StableUidStreamEnvironment.install(target);
     FlinkJobServerDriver.main(driverArgs.toArray(new String[0]));
+  }
+
+  /**
+   * Ends this JVM when its standard input ends: it is a pipe from the import that started it
+   * (pipeline/flink/jvm.py), closed by the kernel when that process dies, even by SIGKILL.
+   */
+  public static void exitWithStandardInput() {
+    Thread watch = new Thread(() -> {
+      try {
+        while (System.in.read() != -1) {
+          // nothing is sent: the pipe only ends
+        }
+      } catch (java.io.IOException e) {
+        // a broken pipe ends it too
+      }
+      System.err.println("ngramflow: the import that started this job server is gone; exiting");
+      System.exit(1);
+    }, "exit-with-standard-input");
+    watch.setDaemon(true);
+    watch.start();
   }
 
   /** Where jobs go: the embedded cluster of this process, or a cluster's REST endpoint. */
