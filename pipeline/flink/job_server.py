@@ -38,7 +38,8 @@ class LoopbackWorkerPool:
 
 class JobServer:
     """Beam's FlinkJobServerDriver on free 127.0.0.1 ports, submitting to ``flink_master``, started through
-    LAUNCHER_CLASS so that a resumed streaming job finds its checkpoint's state (see its source).
+    LAUNCHER_CLASS: a resumed streaming job finds all of its checkpoint's state, and the JVM does not outlive
+    this process (see its source).
 
     ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver ships its whole classpath to the
     cluster with the job, so the TaskManagers run those transforms without installing anything.

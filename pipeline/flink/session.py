@@ -128,9 +128,7 @@ def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker:
                    checkpoint_root: str | None) -> list[str]:
     args = ["--runner=PortableRunner", f"--job_endpoint={endpoint}", "--environment_type=EXTERNAL",
             f"--environment_config={worker}", f"--parallelism={parallelism}"]
-    if not flink.checkpointed:  # the job server's own master is [auto], for streaming jobs (StableUidJobServer)
-        args.append(f"--flink_master={flink.flink_master}")
-    else:
+    if flink.checkpointed:
         args += ["--streaming", f"--checkpointing_interval={int(flink.checkpoint_interval * 1000)}",
                  "--checkpointing_mode=EXACTLY_ONCE",
                  # Without it, elements in flight at a checkpoint were dropped as late (PLATFORM.md).
@@ -149,6 +147,8 @@ def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker:
                  # element of Create). The price: see "Known limits" in the README.
                  "--unaligned_checkpoint_enabled",
                  "--state_backend=rocksdb", f"--state_backend_storage_path=file://{checkpoint_root}"]
+    else:  # the job server's own master is [auto], for streaming jobs (StableUidJobServer)
+        args.append(f"--flink_master={flink.flink_master}")
     return args
 
 
