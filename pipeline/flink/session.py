@@ -204,11 +204,11 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
                 info.checkpoints = (_completed_checkpoints(log_path) if flink.flink_master == LOCAL
                                     else _cluster_checkpoints(flink.flink_master, started_ms))
     except Exception as err:
-        if isinstance(err, (RunFailed, UserError)) or InputFileError.MARKER in str(err):
-            raise
         found = checkpoint_root and newest_checkpoint(checkpoint_root)
         if checkpoint_root and not found:  # only the run record: nothing to resume from
             shutil.rmtree(checkpoint_root, ignore_errors=True)
+        if isinstance(err, (RunFailed, UserError)) or InputFileError.MARKER in str(err):
+            raise
         if resume and NOT_MAPPED in str(err):
             # Operator ids depend only on the program (StableUidJobServer): this one is not the checkpoint's.
             raise RunFailed(f"{resume} holds state for operators this import does not have: resume with the "
