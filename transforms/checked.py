@@ -8,11 +8,9 @@ so it fails the run with a message that says which count of what overflowed.
 
 import numpy as np
 
+from ngramflow.transforms.native import _kernel
+
 INT64_MAX = int(np.iinfo(np.int64).max)
-# A wrapped int64 sum is off by a multiple of 2**64; a float64 sum of fewer
-# than 2**31 non-negative terms is off by less than 2**-22 of the sum. Any
-# difference above 2**63 is therefore a wrap, and nothing below it is.
-_WRAPPED = 2.0**63
 
 
 class CountOverflow(ArithmeticError):
@@ -35,18 +33,19 @@ def too_large(what: str) -> str:
     return f"{what} sums to more than {INT64_MAX}, the largest count a dataset holds (int64)"
 
 
-def sum_runs(values: np.ndarray, starts: np.ndarray, what) -> np.ndarray:
-    """``np.add.reduceat(values, starts)`` of non-negative int64 counts, or CountOverflow.
+def sum_runs(values: np.ndarray, starts: np.ndarray, what, order: np.ndarray | None = None) -> np.ndarray:
+    """The sum of each run of non-negative int64 counts, or CountOverflow: run i holds the values at
+    positions ``starts[i]`` up to the next start (the last: to the end) of ``order`` (None: of the values
+    as they are), as native.merge_order gives them.
 
     ``what(run)`` names the count of the first run whose sum does not fit.
     """
-    sums = np.add.reduceat(values, starts)
-    if len(values) and values.max() <= INT64_MAX // len(values):
-        return sums  # no sum of these values can reach past the maximum: the usual case, one cheap pass
-    wrapped = np.flatnonzero(np.add.reduceat(values.astype(np.float64), starts) - sums > _WRAPPED)
-    if len(wrapped):
-        raise CountOverflow(too_large(what(int(wrapped[0]))))
-    return sums
+    sums, overflowed = _kernel.sum_groups(np.ascontiguousarray(values, np.int64),
+                                          None if order is None else np.ascontiguousarray(order, np.int64),
+                                          np.ascontiguousarray(starts, np.int64))
+    if overflowed >= 0:
+        raise CountOverflow(too_large(what(overflowed)))
+    return np.frombuffer(sums, np.int64)
 
 
 def fits(total: int, what: str) -> int:

@@ -63,8 +63,7 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     ngrams = keys.take(pa.array(native.first_rows(order, starts)))
 
     def summed(column: str, name: str) -> pa.Array:
-        values = native.in_order(columnar.numpy(runs[column]), order)
-        return pa.array(columnar.sum_by_ngram(values, starts, ngrams, name))
+        return pa.array(columnar.sum_by_ngram(columnar.numpy(runs[column]), starts, ngrams, name, order))
 
     columns = [ngrams, summed("match", "match_count"), summed("volume", "volume_count"),
                native.or_groups(runs["years"], order, starts)]

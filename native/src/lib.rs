@@ -351,6 +351,39 @@ fn or_groups<'py>(
     )
 }
 
+/// sum_groups(values, order, starts) -> (sums, overflowed)
+///
+/// The sum of each group of VALUES (int64, one per row), the groups consecutive in ORDER (the rows'
+/// order, int64; None: as they are) from each position of STARTS (int64, increasing): int64 sums as
+/// bytes, and the first group whose sum does not fit int64 (-1: none), whose sum is then not given.
+#[pyfunction]
+#[pyo3(signature = (values, order, starts))]
+fn sum_groups<'py>(
+    py: Python<'py>,
+    values: PyBuffer<i64>,
+    order: Option<PyBuffer<i64>>,
+    starts: PyBuffer<i64>,
+) -> PyResult<(Bound<'py, PyBytes>, i64)> {
+    let values = int64s(&values)?;
+    let order = order.as_ref().map(int64s).transpose()?;
+    let starts = int64s(&starts)?;
+    let rows = values.len();
+    let in_range = |v: &[i64], bound: usize| v.iter().all(|&v| 0 <= v && (v as usize) < bound);
+    if order.is_some_and(|o| o.len() != rows || !in_range(o, rows))
+        || !in_range(starts, rows)
+        || starts.windows(2).any(|w| w[0] >= w[1])
+    {
+        return Err(PyValueError::new_err(
+            "sum_groups: values, order and starts disagree",
+        ));
+    }
+    let (sums, overflowed) = py.allow_threads(|| order::sum_groups(values, order, starts));
+    Ok((
+        PyBytes::new(py, bytes_of(&sums)),
+        overflowed.map_or(-1, |g| g as i64),
+    ))
+}
+
 /// The int32 values of little-endian bytes, borrowed when they are aligned (Arrow's buffers are).
 fn int32s(bytes: &[u8]) -> std::borrow::Cow<'_, [i32]> {
     // SAFETY: any 4 bytes are an i32; align_to leaves out a misaligned head, which is then copied.
@@ -384,6 +417,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(orders, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_groups, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
     mkn::register(m)
 }
