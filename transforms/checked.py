@@ -8,7 +8,7 @@ so it fails the run with a message that says which count of what overflowed.
 
 import numpy as np
 
-from ngramflow.transforms.native import _kernel
+from ngramflow.transforms import native
 
 INT64_MAX = int(np.iinfo(np.int64).max)
 
@@ -40,12 +40,10 @@ def sum_runs(values: np.ndarray, starts: np.ndarray, what, order: np.ndarray | N
 
     ``what(run)`` names the count of the first run whose sum does not fit.
     """
-    sums, overflowed = _kernel.sum_groups(np.ascontiguousarray(values, np.int64),
-                                          None if order is None else np.ascontiguousarray(order, np.int64),
-                                          np.ascontiguousarray(starts, np.int64))
+    sums, overflowed = native.fold_groups(values, order, starts, "sum")
     if overflowed >= 0:
         raise CountOverflow(too_large(what(overflowed)))
-    return np.frombuffer(sums, np.int64)
+    return sums
 
 
 def fits(total: int, what: str) -> int:

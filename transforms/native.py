@@ -41,9 +41,13 @@ def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
 
 
-def in_order(values: np.ndarray, order: np.ndarray | None) -> np.ndarray:
-    """VALUES (one per row) in merge_order's ORDER."""
-    return values if order is None else values[order]
+def fold_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray, how: str) -> tuple[np.ndarray, int]:
+    """(each group's sum (HOW "sum") or largest value ("max"), the first group whose sum does not fit int64,
+    -1: none) of int64 VALUES grouped as merge_order's (ORDER, STARTS) give them: native/src/order.rs."""
+    results, failed = _kernel.fold_groups(np.ascontiguousarray(values, np.int64),
+                                          None if order is None else np.ascontiguousarray(order, np.int64),
+                                          np.ascontiguousarray(starts, np.int64), how)
+    return np.frombuffer(results, np.int64), failed
 
 
 def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:

@@ -63,7 +63,7 @@ def merge_tokens(table: pa.Table) -> pa.Table:
         return table.cast(TOKENS).combine_chunks()
 
     def counted(column: str) -> pa.Array:
-        most = np.maximum.reduceat(native.in_order(columnar.numpy(table[column].fill_null(-1)), order), starts)
+        most, _ = native.fold_groups(columnar.numpy(table[column].fill_null(-1)), order, starts, "max")
         return pa.array(most, pa.int64(), mask=most < 0)
 
     return pa.table([tokens.take(pa.array(native.first_rows(order, starts))), counted("match_count"),

@@ -351,18 +351,20 @@ fn or_groups<'py>(
     )
 }
 
-/// sum_groups(values, order, starts) -> (sums, overflowed)
+/// fold_groups(values, order, starts, how) -> (results, failed)
 ///
-/// The sum of each group of VALUES (int64, one per row), the groups consecutive in ORDER (the rows'
-/// order, int64; None: as they are) from each position of STARTS (int64, increasing): int64 sums as
-/// bytes, and the first group whose sum does not fit int64 (-1: none), whose sum is then not given.
+/// Each group of VALUES (int64, one per row) summed (HOW "sum") or its largest value ("max"), the
+/// groups consecutive in ORDER (the rows' order, int64; None: as they are) from each position of
+/// STARTS (int64, increasing): int64 results as bytes, and the first group whose sum does not fit
+/// int64 (-1: none), whose result is then not given (order.rs).
 #[pyfunction]
-#[pyo3(signature = (values, order, starts))]
-fn sum_groups<'py>(
+#[pyo3(signature = (values, order, starts, how))]
+fn fold_groups<'py>(
     py: Python<'py>,
     values: PyBuffer<i64>,
     order: Option<PyBuffer<i64>>,
     starts: PyBuffer<i64>,
+    how: &str,
 ) -> PyResult<(Bound<'py, PyBytes>, i64)> {
     let values = int64s(&values)?;
     let order = order.as_ref().map(int64s).transpose()?;
@@ -374,13 +376,23 @@ fn sum_groups<'py>(
         || starts.windows(2).any(|w| w[0] >= w[1])
     {
         return Err(PyValueError::new_err(
-            "sum_groups: values, order and starts disagree",
+            "fold_groups: values, order and starts disagree",
         ));
     }
-    let (sums, overflowed) = py.allow_threads(|| order::sum_groups(values, order, starts));
+    let (results, failed) = match how {
+        "sum" => py.allow_threads(|| order::fold_groups(values, order, starts, i64::checked_add)),
+        "max" => {
+            py.allow_threads(|| order::fold_groups(values, order, starts, |a, b| Some(a.max(b))))
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "fold_groups: unknown fold {other:?}"
+            )))
+        }
+    };
     Ok((
-        PyBytes::new(py, bytes_of(&sums)),
-        overflowed.map_or(-1, |g| g as i64),
+        PyBytes::new(py, bytes_of(&results)),
+        failed.map_or(-1, |g| g as i64),
     ))
 }
 
@@ -417,7 +429,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(orders, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
-    m.add_function(wrap_pyfunction!(sum_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
     mkn::register(m)
 }

@@ -254,26 +254,30 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     (offsets, bytes, rows)
 }
 
-/// The sum of each group of VALUES, group g holding the rows at positions `starts[g]` up to the next
-/// start (the last: up to the end) of `order` (None: the rows themselves), as merge_order gives them;
-/// and the first group whose sum does not fit int64 (its sum and the later ones are then not given).
-/// One pass that reads the values where they lie: NumPy's gather and reduceat copied them twice.
-pub fn sum_groups(
+/// Each group of VALUES folded by STEP from its first value, group g holding the rows at positions
+/// `starts[g]` up to the next start (the last: up to the end) of `order` (None: the rows themselves),
+/// as merge_order gives them; and the first group STEP fails (its result and the later ones are then
+/// not given). One pass that reads the values where they lie: NumPy's gather and reduceat copied them
+/// twice.
+pub fn fold_groups(
     values: &[i64],
     order: Option<&[i64]>,
     starts: &[i64],
+    step: impl Fn(i64, i64) -> Option<i64>,
 ) -> (Vec<i64>, Option<usize>) {
     let value = |at: usize| values[order.map_or(at, |o| o[at] as usize)];
-    let mut sums = Vec::with_capacity(starts.len());
+    let mut folded = Vec::with_capacity(starts.len());
     for (group, &start) in starts.iter().enumerate() {
-        let end = starts.get(group + 1).map_or(values.len(), |&e| e as usize);
-        let sum = (start as usize..end).try_fold(0i64, |sum, at| sum.checked_add(value(at)));
-        match sum {
-            Some(sum) => sums.push(sum),
-            None => return (sums, Some(group)),
+        let (start, end) = (
+            start as usize,
+            starts.get(group + 1).map_or(values.len(), |&e| e as usize),
+        );
+        match (start + 1..end).try_fold(value(start), |acc, at| step(acc, value(at))) {
+            Some(result) => folded.push(result),
+            None => return (folded, Some(group)),
         }
     }
-    (sums, None)
+    (folded, None)
 }
 
 /// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
@@ -344,18 +348,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn group_sums_follow_the_order_and_stop_at_an_overflow() {
+    fn groups_fold_in_the_order_and_stop_where_a_step_fails() {
         let values = [5, 1, 2, 3, i64::MAX, 1];
+        let sum = |values, order, starts| fold_groups(values, order, starts, i64::checked_add);
+        assert_eq!(sum(&values[..4], None, &[0, 1, 3]), (vec![5, 3, 3], None));
         assert_eq!(
-            sum_groups(&values[..4], None, &[0, 1, 3]),
-            (vec![5, 3, 3], None)
-        );
-        assert_eq!(
-            sum_groups(&values[..4], Some(&[3, 0, 2, 1]), &[0, 2]),
+            sum(&values[..4], Some(&[3, 0, 2, 1]), &[0, 2]),
             (vec![8, 3], None)
         );
-        assert_eq!(sum_groups(&values, None, &[0, 4]), (vec![11], Some(1)));
-        assert_eq!(sum_groups(&[], None, &[]), (vec![], None));
+        assert_eq!(sum(&values, None, &[0, 4]), (vec![11], Some(1)));
+        assert_eq!(sum(&[], None, &[]), (vec![], None));
+        let max = fold_groups(&values, Some(&[5, 4, 0, 1, 2, 3]), &[0, 3], |a, b| {
+            Some(a.max(b))
+        });
+        assert_eq!(max, (vec![i64::MAX, 3], None));
     }
 
     /// Pseudo-random numbers from SEED (a linear congruential generator): the same in every run.
