@@ -8,8 +8,6 @@ so it fails the run with a message that says which count of what overflowed.
 
 import numpy as np
 
-from ngramflow.transforms import native
-
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 
@@ -40,6 +38,10 @@ def sum_runs(values: np.ndarray, starts: np.ndarray, what, order: np.ndarray | N
 
     ``what(run)`` names the count of the first run whose sum does not fit.
     """
+    # Imported here: the command line imports this module (through formats) before it can report a kernel
+    # that is not built in one line (ngramflow.errors.KernelMissing).
+    from ngramflow.transforms import native
+
     sums, overflowed = native.fold_groups(values, order, starts, "sum")
     if overflowed >= 0:
         raise CountOverflow(too_large(what(overflowed)))
