@@ -328,13 +328,9 @@ fn or_groups<'py>(
         .collect();
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
-    let in_range =
-        |values: &[i64], bound: usize| values.iter().all(|&v| 0 <= v && (v as usize) < bound);
     if !chunks.iter().all(|c| c.valid() && masks::valid(c))
         || chunks.iter().map(order::Keys::len).sum::<usize>() != rows
-        || order.is_some_and(|o| o.len() != rows || !in_range(o, rows))
-        || !in_range(starts, rows.max(1))
-        || starts.windows(2).any(|w| w[0] >= w[1])
+        || !groups_fit(order, starts, rows, rows.max(1))
     {
         return Err(PyValueError::new_err(
             "or_groups: rows, order and starts disagree",
@@ -369,12 +365,7 @@ fn fold_groups<'py>(
     let values = int64s(&values)?;
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
-    let rows = values.len();
-    let in_range = |v: &[i64], bound: usize| v.iter().all(|&v| 0 <= v && (v as usize) < bound);
-    if order.is_some_and(|o| o.len() != rows || !in_range(o, rows))
-        || !in_range(starts, rows)
-        || starts.windows(2).any(|w| w[0] >= w[1])
-    {
+    if !groups_fit(order, starts, values.len(), values.len()) {
         return Err(PyValueError::new_err(
             "fold_groups: values, order and starts disagree",
         ));
@@ -394,6 +385,16 @@ fn fold_groups<'py>(
         PyBytes::new(py, bytes_of(&results)),
         failed.map_or(-1, |g| g as i64),
     ))
+}
+
+/// Whether merge_order's (ORDER, STARTS) can group ROWS rows, as the group functions index them:
+/// ORDER (when given) holds ROWS rows, each below ROWS; STARTS increase, each below START_BOUND.
+fn groups_fit(order: Option<&[i64]>, starts: &[i64], rows: usize, start_bound: usize) -> bool {
+    let in_range =
+        |values: &[i64], bound: usize| values.iter().all(|&v| 0 <= v && (v as usize) < bound);
+    order.is_none_or(|o| o.len() == rows && in_range(o, rows))
+        && in_range(starts, start_bound)
+        && starts.windows(2).all(|w| w[0] < w[1])
 }
 
 /// The int32 values of little-endian bytes, borrowed when they are aligned (Arrow's buffers are).
