@@ -57,6 +57,15 @@ LANGUAGES = {
     V2020: ("eng", "eng-us", "eng-gb", "eng-fiction", "chi_sim", "fre", "ger", "heb", "ita", "rus", "spa"),
 }
 
+#: The names of the two exports' n-gram files, which Google publishes sorted by n-gram, no n-gram in two.
+_EXPORT_NAMES = re.compile(rf"(googlebooks-[a-z_-]+-all-[1-5]gram-{V2012}-[^/]+|[1-5]-\d{{5}}-of-\d{{5}})\.gz")
+
+
+def is_export_file(path: str) -> bool:
+    """Whether PATH is named as one of the exports' n-gram files."""
+    return _EXPORT_NAMES.fullmatch(path.rsplit("/", 1)[-1]) is not None
+
+
 _POS_FILES = ("_ADJ_", "_ADP_", "_ADV_", "_CONJ_", "_DET_", "_NOUN_", "_NUM_", "_PRON_", "_PRT_", "_VERB_")
 
 # Index names Google never published although the naming scheme implies them.

@@ -5,14 +5,16 @@ import os
 import apache_beam as beam
 
 from ngramflow import schemas
+from ngramflow.corpus.catalog import is_export_file
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.density import input_density
-from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
+from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, file_id, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import merge_shards, range_rows, spill_budget, work_unit_bytes
-from ngramflow.transforms.spill import TotalNgramsOnDisk
+from ngramflow.transforms.sizing import SORTED_INPUT_FILE_BYTES, merge_shards, range_rows, spill_budget, work_unit_bytes
+from ngramflow.transforms.sorted_input import KEY_SPANS, ReadSortedFiles, WriteSortedInput
+from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS, TotalNgramsOnDisk, gathered_to_one
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
                                         range_records)
 from ngramflow.transforms.vocabulary import BuildVocabulary
@@ -29,29 +31,57 @@ def spills(opts: ImportOptions) -> bool:
     return opts.runner == "direct" or not opts.flink.checkpointed
 
 
+def in_input_order(opts: ImportOptions) -> bool:
+    """Whether the import totals its n-grams in the input's own order (transforms/sorted_input.py); input
+    that turns out not to be in order is imported again through run files (pipeline/run.py)."""
+    return opts.merge == "input-order"
+
+
+def default_merge(opts: ImportOptions, files) -> str:
+    """What --merge auto means for FILES, (path, size) pairs (options.py says): input order for Google's own
+    files, which its exports promise sorted, when they are large enough to gain from it (sizing.py)."""
+    sizes = [size for _, size in files]
+    large = bool(sizes) and sum(sizes) / len(sizes) >= SORTED_INPUT_FILE_BYTES
+    google = all(is_export_file(path) for path, _ in files)
+    return "input-order" if opts.runner == "direct" and not opts.lowercase and large and google else "runs"
+
+
 class ImportNgrams(beam.PTransform):
     """(path, size) of n-gram files -> the data's outputs: named tables to write ("ngram_files",
     "vocabulary"; on the spill path the n-gram and vocabulary files are written as they come), the
-    records of the part files' n-gram ranges ("ranges"), reject tables, and statistics."""
+    records of the part files' n-gram ranges ("ranges"; in the input's order, "pieces" and "key_spans",
+    sorted_input.py), reject tables, and statistics."""
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir,
-                 spill_budget: int | None, workers: int = 1):
+                 spill_budget: int | None, workers: int = 1, input_order: bool = False):
         """``spill_budget``: the bytes of run tables each worker holds on the spill path; None: the counts
-        are totalled in keyed state (``shards``: its keys). ``workers``: how many run in parallel."""
+        are totalled in keyed state (``shards``: its keys). ``workers``: how many run in parallel.
+        ``input_order``: total in the input's own order (in_input_order), within ``spill_budget``."""
         super().__init__()
         self.settings, self.min_count, self.shards, self.out = settings, min_count, shards, out
-        self.spill_budget, self.workers = spill_budget, workers
+        self.spill_budget, self.workers, self.input_order = spill_budget, workers, input_order
+
+    def _vocabulary(self, token_runs):
+        scratch, budget = self.out.join(layout.SPILL), self.spill_budget
+        return token_runs | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
+            scratch, budget, self.out.join(layout.VOCABULARY), range_rows(), self.workers)
 
     def expand(self, files):
+        if self.input_order:
+            written = files | "Read and write each file in its own order" >> WriteSortedInput(ReadSortedFiles(
+                self.settings, self.min_count, self.out.join(layout.SPILL), self.spill_budget, self.out.path,
+                schemas.ngrams_schema(self.settings.keep_years), range_rows()))
+            self._vocabulary(gathered_to_one(written[TOKEN_RUNS], "token run files"))
+            return {"rejects": written.rejects, "file_stats": written.file_stats, "pieces": written.pieces,
+                    "key_spans": written[KEY_SPANS],
+                    "order_stats": written[ORDER_TOTALS] | "Sum each order" >> SumOrderTotals()}
         parsed = files | "Read, parse and collapse each file" >> ReadNgramFiles(self.settings)
         common = {"rejects": parsed.rejects, "file_stats": parsed.file_stats}
         if self.spill_budget:
-            scratch, budget = self.out.join(layout.SPILL), self.spill_budget
             totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
-                self.min_count, scratch, budget, range_rows(), self.out.path,
+                self.min_count, self.out.join(layout.SPILL), self.spill_budget, range_rows(), self.out.path,
                 schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir, self.workers)
-            totals["token_runs"] | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
-                scratch, budget, self.out.join(layout.VOCABULARY), range_rows(), self.workers)
+            self._vocabulary(totals["token_runs"])
             return common | {
                 "ranges": totals["parts"],
                 "order_stats": totals["order_totals"] | "Sum each order" >> SumOrderTotals(),
@@ -98,13 +128,21 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
     results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
-                                                        opts.workers or 1)
+                                                        opts.workers or 1, in_input_order(opts))
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
-    (results["ranges"]
-     | "Name each range" >> beam.Map(lambda part: (range_name(part), part))
-     | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES)))
+    if "pieces" in results:  # named in n-gram order after the run (sorted_input.lay_out_parts)
+        (results["pieces"]
+         | "Name each piece" >> beam.Map(lambda part: (range_name(part), part))
+         | "Write piece records" >> WriteRecords(out.join(layout.PIECES)))
+        (results["key_spans"]
+         | "Name each file's span" >> beam.Map(lambda spans: (file_id(spans["path"]), spans))
+         | "Write the files' spans" >> WriteRecords(out.join(layout.KEY_SPANS)))
+    else:
+        (results["ranges"]
+         | "Name each range" >> beam.Map(lambda part: (range_name(part), part))
+         | "Write part-file ranges" >> WriteRecords(out.join(layout.RANGES)))
     results["rejects"] | "Write rejects" >> WriteTables(out.join(layout.REJECTS), schemas.REJECTS)
     results["file_stats"] | "Write file statistics" >> WriteRecords(out.join(layout.FILE_STATS))
     if opts.events:
@@ -117,7 +155,10 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
 
 def aggregation(opts: ImportOptions, out: OutputDir, plan: dict) -> dict:
     """How the run totalled its n-grams, for the manifest and the summary (after the pipeline ran);
-    ``plan`` is what build_import returned."""
+    ``plan`` is what build_import returned, and for an import in the input's order the count of its part files."""
+    if in_input_order(opts):
+        return {"method": "each file totalled in its own order (sorted by n-gram, no n-gram in two files), its "
+                          "part files written as it was read", **plan}
     if not spills(opts):
         return {"method": "run tables in keyed state, cut into n-gram ranges by a sample sort, each range "
                           "merged", **plan}

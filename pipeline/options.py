@@ -12,7 +12,7 @@ from ngramflow.pipeline.option_fields import OneOf, Size, Within, option
 from ngramflow.pipeline.flink.options import FlinkOptions
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms.policy import RowPolicy
-from ngramflow.transforms.sizing import PARALLEL_INPUT_BYTES
+from ngramflow.transforms.sizing import PARALLEL_INPUT_BYTES, SORTED_INPUT_FILE_BYTES
 from ngramflow.transforms.formats import INPUT_FORMATS
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
@@ -56,6 +56,14 @@ class ImportOptions:
     max_reject_rate: float = option(
         0.01, "fail the run when more than this fraction of rows is malformed", allowed=Within(0, 1))
     overwrite: bool = option(False, "replace an existing complete dataset in --output", resumable=True)
+    merge: str = option(
+        "auto", "how the embedded runner totals n-grams: input-order writes each file's n-grams as it reads them, "
+                "for files each sorted by n-gram and sharing none (Google's layout), and imports again through "
+                "sorted run files if they are not; runs always totals through sorted run files on disk; auto "
+                "(default) is input-order for files named as Google's exports name them, of "
+                f"{SORTED_INPUT_FILE_BYTES >> 20} MiB and more on average, unless --lowercase (case variants lie "
+                "apart in a sorted file)",
+        allowed=OneOf(("auto", "input-order", "runs")))
     workers: int | None = option(
         None, f"parallel worker threads of the embedded runner (default: one per core for "
               f"{PARALLEL_INPUT_BYTES >> 20} MiB of input or more, else 1); on Flink, the job's parallelism "
@@ -94,6 +102,9 @@ class ImportOptions:
         for flag, value in (("--from-kafka", self.from_kafka), ("--events", self.events)):
             if value:
                 QueueAddress.parse(value, flag)
+        if self.merge == "input-order" and (self.runner != "direct" or self.lowercase):
+            raise UserError("--merge input-order needs the embedded runner (--runner direct) and no --lowercase: "
+                            "case variants of an n-gram lie apart in a sorted file")
         if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
             raise UserError(f"--year-min {self.year_min} is after --year-max {self.year_max}")
         if self.mkn:

@@ -240,6 +240,11 @@ class DatasetDir(OutputDir):
             build.write_text(BUILD_MARKER, f"ngramflow build folder of {self.path}\n")
         return build
 
+    def restart_build(self) -> OutputDir:
+        """The build folder emptied, for another attempt of the same run."""
+        self._clear_build()
+        return self.start_build()
+
     def mark_failed(self, reason: str) -> None:
         """Say why the run failed; best effort, since the failure may be that nothing can be written."""
         with contextlib.suppress(OSError):

@@ -18,7 +18,7 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import aggregation, build_import
+from ngramflow.pipeline.graph import aggregation, build_import, default_merge, in_input_order
 from ngramflow.pipeline.inputs import InputFiles, expand_inputs
 from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
@@ -29,7 +29,8 @@ from ngramflow.schemas.manifest import ImportRecord, Manifest, OrderTotals, comm
 from ngramflow.transforms.mkn.discount import DiscountError
 from ngramflow.transforms.merge import key_sizes
 from ngramflow.transforms.read import InputFileError, merge_file_stats
-from ngramflow.transforms.sizing import default_workers
+from ngramflow.transforms.sizing import default_workers, range_rows
+from ngramflow.transforms.sorted_input import InputNotSorted, lay_out_parts
 from ngramflow.transforms.spill import range_index
 
 #: What the final run event of --events carries of the manifest.
@@ -185,6 +186,8 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
     if opts.workers is None:  # decided here, where the input's size is known; the manifest records the number
         embedded = opts.runner == "direct"
         opts = replace(opts, workers=default_workers(sum(size for _, size in inputs.ngram_files)) if embedded else 1)
+    if opts.merge == "auto":  # decided where the input's files are known; the manifest records the choice
+        opts = replace(opts, merge=default_merge(opts, inputs.ngram_files))
     for name, path in inputs.duplicates:
         print(f"ngramflow: note: {name} is the same file as {path}; reading it once", file=sys.stderr)
     totalcounts = _totalcounts([p for p, _ in inputs.totalcounts])
@@ -222,8 +225,21 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     files, totalcounts_files = inputs.ngram_files, inputs.totalcounts
     out = target.build
     started = time.time()
-    runner_info, plan = _run_pipeline(opts, files, out, progress, flink)
+    refused = None
+    try:
+        runner_info, plan = _run_pipeline(opts, files, out, progress, flink)
+        if in_input_order(opts):
+            plan["part_files"] = lay_out_parts(out, schemas.ngrams_schema(opts.keep_years), range_rows())
+    except Exception as err:
+        refused = marked_reason(err, InputNotSorted.MARKER) if in_input_order(opts) else None
+        if refused is None:
+            raise
+        print(f"ngramflow: note: {refused}; importing again through sorted run files", file=sys.stderr)
+        opts, out = replace(opts, merge="runs"), target.restart_build()
+        runner_info, plan = _run_pipeline(opts, files, out, progress, flink)
     totalled = aggregation(opts, out, plan)  # before publishing deletes the run files
+    if refused:
+        totalled["input_order_refused"] = refused
     record = ImportRecord(
         inputs=merge_file_stats([s for unit in out.read_records(layout.FILE_STATS) for s in unit]),
         totalcounts_inputs=[p for p, _ in totalcounts_files],

@@ -357,7 +357,8 @@ class ReadNgramFile(beam.DoFn):
         self.progress = Progress(self.settings.progress_dir)
 
     def process(self, unit):
-        buffered, buffered_rows, all_stats = [], 0, []
+        all_stats = []
+        self.buffered, self.buffered_rows = [], 0
         for path, size, index, slices in unit:
             stats = {"path": path, "size": size, "format": None, "rows_read": 0, "rows_rejected": 0,
                      "rows_filtered": 0, "status": "ok", "reason": None, "slice": index}
@@ -370,20 +371,33 @@ class ReadNgramFile(beam.DoFn):
                 for output in self._read(path, size, index, slices, stats):
                     if isinstance(output, beam.pvalue.TaggedOutput):
                         yield output
-                        continue
-                    buffered.append(output)
-                    buffered_rows += output.num_rows
-                    if buffered_rows >= EMIT_RUNS:
-                        yield pa.concat_tables(buffered)
-                        buffered, buffered_rows = [], 0
+                    else:
+                        yield from self.take_runs(path, output)
             except CORRUPT_ERRORS as err:
                 raise InputFileError(path, f"{_problem(err)}; the output is marked incomplete. Use "
                                      "--on-corrupt-file skip to record such files as skipped and go on") from None
+            yield from self.file_read(path)
             self.progress.part_done(stats["rows_read"], _share(size, index, slices), index == slices - 1)
-        if buffered:
-            yield pa.concat_tables(buffered)
+        yield from self.unit_read()
         path, _, index, _ = unit[0]
         yield beam.pvalue.TaggedOutput(self.FILE_STATS, (f"{file_id(path)}-{index:06d}", all_stats))
+
+    def take_runs(self, path: str, runs: pa.Table):
+        """The outputs of one run table of file PATH, being read: here, run tables of EMIT_RUNS rows."""
+        self.buffered.append(runs)
+        self.buffered_rows += runs.num_rows
+        if self.buffered_rows >= EMIT_RUNS:
+            yield pa.concat_tables(self.buffered)
+            self.buffered, self.buffered_rows = [], 0
+
+    def file_read(self, path: str):
+        """The outputs due once a file (or slice) is read whole: here, none."""
+        return ()
+
+    def unit_read(self):
+        """The outputs due once the work unit is read: here, the run tables still buffered."""
+        if self.buffered:
+            yield pa.concat_tables(self.buffered)
 
     def _read(self, path, size, index, slices, stats):
         settings = self.settings

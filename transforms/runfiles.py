@@ -138,7 +138,7 @@ class RunSpiller:
         return [run for run in runs if run is not None]
 
 
-def _cut(keys, key, through: bool = False) -> int:
+def rows_below(keys, key, through: bool = False) -> int:
     """The rows of sorted KEYS below KEY (or up to it, THROUGH): a binary search of log2(n) look-ups
     (Python's str and bytes order is UTF-8 byte order, which is Arrow's)."""
     search = bisect.bisect_right if through else bisect.bisect_left
@@ -166,8 +166,8 @@ class _Cursor:
             batch = self.reader.get_batch(self.next)
             self.next += 1
             keys = batch.column(0)
-            start = 0 if self.lo is None else _cut(keys, self.lo)
-            stop = len(keys) if self.hi is None else _cut(keys, self.hi)
+            start = 0 if self.lo is None else rows_below(keys, self.lo)
+            stop = len(keys) if self.hi is None else rows_below(keys, self.hi)
             self.batch = batch.slice(start, stop - start) if stop > start else None
         if self.batch is None:
             self.file.close()
@@ -177,7 +177,7 @@ class _Cursor:
 
     def take_through(self, bound) -> pa.RecordBatch:
         """The rows with keys up to BOUND (they lead the sorted batch); the cursor moves past them."""
-        cut = _cut(self.batch.column(0), bound, through=True)
+        cut = rows_below(self.batch.column(0), bound, through=True)
         head = self.batch.slice(0, cut)
         if cut == self.batch.num_rows:
             self._advance()

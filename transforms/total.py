@@ -136,10 +136,11 @@ def order_record(order: int, totals: tuple) -> tuple:
     return f"order-{order}", record
 
 
-def files_by_order(shard: int, ngrams: pa.Table):
-    """(output name, rows) for each order present in one shard's table, each order's rows in the table's
-    order: a stable sort by order (one copy of the rows, where a filter per order copied them once per order)."""
-    orders = columnar.numpy(ngrams["order"])
+def by_order(ngrams: pa.Table, orders: np.ndarray | None = None):
+    """(order, rows) for each order present in a table (``orders``: of each row, else its "order" column),
+    each order's rows in the table's order: a stable sort by order (one copy of the rows, where a filter per
+    order copied them once per order)."""
+    orders = columnar.numpy(ngrams["order"]) if orders is None else orders
     counts = np.bincount(orders)
     present = np.flatnonzero(counts).tolist()
     counts = counts.tolist()
@@ -147,8 +148,14 @@ def files_by_order(shard: int, ngrams: pa.Table):
         ngrams = ngrams.take(np.argsort(orders, kind="stable"))
     start = 0
     for order in present:
-        yield layout.part(layout.ngrams_folder(order), shard), ngrams.slice(start, counts[order])
+        yield order, ngrams.slice(start, counts[order])
         start += counts[order]
+
+
+def files_by_order(shard: int, ngrams: pa.Table):
+    """(output name, rows) for each order present in one shard's table (by_order)."""
+    for order, rows in by_order(ngrams):
+        yield layout.part(layout.ngrams_folder(order), shard), rows
 
 
 class SumOrderTotals(beam.PTransform):

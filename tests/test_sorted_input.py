@@ -1,0 +1,144 @@
+"""Totals in the input's own order (--merge input-order, transforms/sorted_input.py): the same dataset as the
+merge through run files, part files whose spans are apart, and input that is not in order imported again."""
+
+import gzip
+import itertools
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
+                      reference_2020, run_cli, vocabulary_of)
+from ngramflow import schemas
+from ngramflow.pipeline.graph import default_merge
+from ngramflow.pipeline.options import ImportOptions
+from ngramflow.transforms.kernel import collapse_chunk
+from ngramflow.transforms.policy import RowPolicy
+from ngramflow.transforms.runfiles import RunSpiller
+from ngramflow.transforms.sizing import SORTED_INPUT_FILE_BYTES
+from ngramflow.transforms.sorted_input import InputNotSorted, SortedFile
+from ngramflow.transforms.vocabulary import merge_tokens
+
+
+def manifest_of(dataset) -> dict:
+    with open(os.path.join(dataset, "_manifest.json")) as fh:
+        return json.load(fh)
+
+
+def assert_parts_apart(dataset) -> None:
+    """Each order's part files: sorted, their spans as the manifest lists them, in order and apart."""
+    for order, ranges in manifest_of(dataset)["ranges"].items():
+        assert ranges, order
+        for (_, _, last), (_, first, _) in zip(ranges, ranges[1:]):
+            assert last.encode() < first.encode()
+        for name, first, last in ranges:
+            keys = pq.read_table(os.path.join(dataset, name), columns=["ngram"])["ngram"].to_pylist()
+            assert keys == sorted(keys, key=str.encode) and (keys[0], keys[-1]) == (first, last)
+
+
+def write_2012(path, lines) -> str:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.writelines(f"{line}\n" for line in lines)
+    return str(path)
+
+
+@pytest.mark.parametrize("fmt", ["2012", "2020"])
+def test_input_order_gives_the_merges_dataset(big_corpus, tmp_path, fmt):
+    files = big_corpus / fmt
+    ours = import_ok(files, tmp_path / "input-order", "--merge", "input-order", "--workers", "2")
+    runs = import_ok(files, tmp_path / "runs", "--merge", "runs", "--workers", "2")
+    reference = (reference_2012 if fmt == "2012" else reference_2020)(gz_files(files)).filter(NOT_TAGGED)
+    assert_same_rows(ngrams_of(ours), reference)
+    assert vocabulary_of(ours) == vocabulary_of(runs)
+    manifest = manifest_of(ours)
+    assert manifest["aggregation"]["method"].startswith("each file totalled in its own order")
+    assert "input_order_refused" not in manifest["aggregation"]
+    assert manifest["orders"] == manifest_of(runs)["orders"]
+    assert_parts_apart(ours)
+
+
+def test_files_split_by_first_letter_in_either_case_are_cut_apart(tmp_path):
+    """Google's 2012 files: "A..." and "a..." share a file that "B..." lies between, and the punctuation
+    file's n-grams lie on both sides of the digits' and letters'."""
+    files = os.path.join(SAMPLE, "2012")
+    ours = import_ok(files, tmp_path / "out", "--merge", "input-order")
+    assert "input_order_refused" not in manifest_of(ours)["aggregation"]
+    assert_same_rows(ngrams_of(ours), reference_2012(gz_files(files), where=NOT_TAGGED))
+    assert_parts_apart(ours)
+
+
+def test_files_sharing_an_ngram_are_totalled_by_the_merge(big_corpus, tmp_path):
+    source = max(gz_files(big_corpus / "2012"), key=os.path.getsize)
+    with gzip.open(source, "rt", encoding="utf-8") as fh:
+        head = [line.rstrip("\n") for line in itertools.islice(fh, 5000)]
+    shared = write_2012(tmp_path / "another-file.gz", head)  # its n-grams are the first ones of SOURCE
+    ours = import_ok([source, shared], tmp_path / "out", "--merge", "input-order")
+    refused = manifest_of(ours)["aggregation"]["input_order_refused"]
+    assert "another-file.gz" in refused and os.path.basename(source) in refused
+    assert manifest_of(ours)["aggregation"]["method"] == "sorted runs spilled to disk"
+    assert_same_rows(ngrams_of(ours), reference_2012([source, shared], where=NOT_TAGGED))
+
+
+def test_a_file_out_of_order_is_totalled_by_the_merge(tmp_path, capsys):
+    lines = ["b\t2000\t1\t1", "a\t2000\t2\t1", "b\t2001\t3\t1"]
+    path = write_2012(tmp_path / "unsorted.gz", lines)
+    ours = import_ok(path, tmp_path / "out", "--merge", "input-order")
+    assert "unsorted.gz: 'a' follows 'b'; importing again through sorted run files" in capsys.readouterr().err
+    assert "unsorted.gz" in manifest_of(ours)["aggregation"]["input_order_refused"]
+    assert ngrams_of(ours, "ngram, match_count, years") == [("a", 2, 1), ("b", 4, 2)]
+
+
+def test_a_file_of_several_orders_keeps_each_in_order(tmp_path):
+    """Google's files of one order each, concatenated: the orders' n-grams interleave, each in order."""
+    lines = ["a b\t2000\t1\t1", "b c\t2000\t2\t1", "a\t2000\t5\t2", "a\t2001\t1\t1", "c\t2000\t7\t3"]
+    path = write_2012(tmp_path / "orders.gz", lines)
+    ours = import_ok(path, tmp_path / "out", "--merge", "input-order")
+    assert "input_order_refused" not in manifest_of(ours)["aggregation"]
+    assert_same_rows(ngrams_of(ours), reference_2012([path]))
+    assert_parts_apart(ours)
+
+
+def runs_of(text: str) -> pa.Table:
+    return collapse_chunk(text.encode(), "2012", "test.gz", 1, RowPolicy(), False).runs
+
+
+def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
+    tokens = RunSpiller(str(tmp_path / "tokens"), "tokens", merge_tokens, 1 << 20)
+    os.makedirs(tmp_path / "tokens")
+    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    outputs = [*sorted_file.add(runs_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
+               *sorted_file.add(runs_of("b\t2001\t3\t1\nc\t2000\t4\t1\n")), *sorted_file.finish()]
+    (piece,) = [o for o in outputs if isinstance(o, dict)]
+    rows = pq.read_table(tmp_path / piece["file"]).select(["ngram", "match_count", "years"]).to_pylist()
+    assert rows == [{"ngram": "a", "match_count": 1, "years": 1}, {"ngram": "b", "match_count": 5, "years": 2},
+                    {"ngram": "c", "match_count": 4, "years": 1}]
+
+
+def test_a_table_before_the_last_is_refused(tmp_path):
+    tokens = RunSpiller(str(tmp_path), "tokens", merge_tokens, 1 << 20)
+    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    list(sorted_file.add(runs_of("b\t2000\t1\t1\nc\t2000\t2\t1\n")))
+    with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'c'"):
+        list(sorted_file.add(runs_of("a\t2000\t1\t1\n")))
+
+
+def test_auto_totals_large_export_files_in_their_order():
+    names = ["/c/googlebooks-eng-us-all-2gram-20120701-a_.gz", "/c/eng/3-00012-of-06881.gz"]
+    large = [(name, SORTED_INPUT_FILE_BYTES) for name in names]
+    small = [(name, SORTED_INPUT_FILE_BYTES // 2) for name in names]
+    options = ImportOptions(inputs=["x"], output="o")
+    assert default_merge(options, large) == "input-order"
+    assert default_merge(options, small) == "runs"
+    assert default_merge(options, [*large, ("/c/part-00.gz", SORTED_INPUT_FILE_BYTES)]) == "runs"
+    assert default_merge(ImportOptions(inputs=["x"], output="o", lowercase=True), large) == "runs"
+    assert default_merge(ImportOptions(inputs=["x"], output="o", runner="flink"), large) == "runs"
+
+
+def test_input_order_with_lowercase_is_a_one_line_error(tmp_path, capsys):
+    code = run_cli("import", os.path.join(SAMPLE, "2012"), "--output", tmp_path / "out", "--merge", "input-order",
+                   "--lowercase")
+    err = capsys.readouterr().err
+    assert code == 2 and "--merge input-order needs the embedded runner" in err and "Traceback" not in err

@@ -1,0 +1,327 @@
+"""Total n-grams in the input's own order: Google's layout, where each file is sorted by n-gram and no two
+files share one (DOMAIN.md), needs no merge across files.
+
+The embedded runner's --merge input-order, the default for large files named as the exports name them, and
+never with --lowercase (case variants of one n-gram lie apart in a sorted file). Each file's run tables are
+final totals once a run cut by a chunk boundary is joined again, so they are written as the file is read,
+with no run file spilled and merged:
+
+    SortedFile      one file's run tables -> its pieces: part files of each order, about
+                    RANGE_ROWS n-grams each, named by the file until the run names them; their
+                    records, the order totals, and the tokens for the vocabulary's external
+                    sort (transforms/vocabulary_sort.py); refuses n-grams out of order
+    lay_out_parts   after the run: every file's spans of n-grams -> refuses files whose spans
+                    overlap; else each order's pieces -> part files part-00000, part-00001, ...
+                    in n-gram order, their spans apart (a piece whose span holds other pieces
+                    is cut between them), small ones joined; and the range records the
+                    manifest lists
+
+A file's spans are the first and last n-gram it holds of each order and first two bytes (the 2012 export
+splits files by first letters, and its punctuation and "other" files interleave with the rest, sharing no
+n-gram; the 2020 export's shards are contiguous ranges): two files with no overlapping spans share no
+n-gram, since a shared one would lie in a span of each.
+
+A refusal (InputNotSorted) says nothing is wrong with the input, only that it needs the merge: the command
+line runs the import again through sorted run files (transforms/spill.py).
+"""
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from ngramflow.schemas import layout
+from ngramflow.transforms import columnar, native
+from ngramflow.transforms.merge import merge_runs
+from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
+from ngramflow.transforms.runfiles import RunSpiller, make_folder, rows_below
+from ngramflow.transforms.sinks import StreamedTables, write_named_table
+from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS
+from ngramflow.transforms.total import by_order, keep_frequent, order_totals, to_ngram_table
+from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
+
+
+class InputNotSorted(RuntimeError):
+    """The input is not in n-gram order within and across files: it must be totalled by the merge."""
+
+    MARKER = "ngramflow input not in n-gram order: "
+
+    def __init__(self, reason: str):
+        # Beam raises a step's error again with the step's name added: the marker is there already.
+        super().__init__(reason if reason.startswith(self.MARKER) else self.MARKER + reason)
+
+
+def is_sorted_once(keys: pa.Array) -> bool:
+    """Whether KEYS ascend strictly (UTF-8 byte order): sorted, each key once."""
+    order, starts = native.merge_order(keys)
+    return order is None and len(starts) == len(keys)
+
+
+class SortedFile:
+    """One file's run tables, in the file's order -> its part files (``add``, then ``finish``), each output
+    an element of ReadSortedFiles: piece records, and tagged order totals, token RunFiles and the file's spans
+    of n-grams read (before --min-count: another file's rows of an n-gram would change its total).
+
+    Each order's n-grams must ascend through the file: a file of several orders (such as Google's files
+    of one order each, concatenated) holds each order's rows in order, interleaved with the others'."""
+
+    def __init__(self, path: str, min_count: int, root: str, schema: pa.Schema, piece_rows: int,
+                 tokens: RunSpiller):
+        self.path, self.min_count, self.root, self.schema = path, min_count, root, schema
+        self.piece_rows, self.tokens = piece_rows, tokens
+        self.name, self.pieces = file_id(path), 0
+        self.spans = {}  # {(order, prefix): [first, last n-gram read]}
+        self.held = {}  # {order: the last row read of the order, held back: the next table may continue it}
+        self.files, self.parts, self.rows = None, {}, 0  # the piece being written
+
+    def add(self, runs: pa.Table):
+        keys = runs["ngram"].combine_chunks()
+        for order, rows in by_order(runs, native.orders(keys)):
+            yield from self._add(order, rows)
+
+    def _add(self, order: int, runs: pa.Table):
+        held = self.held.get(order)
+        if held is not None:
+            last, next_key = held["ngram"][0].as_py(), runs["ngram"][0].as_py()
+            if next_key < last:  # Python's order of str is UTF-8 byte order, Arrow's
+                raise InputNotSorted(f"{self.path}: {next_key!r} follows {last!r}")
+            if next_key == last:  # a run cut by a chunk boundary
+                runs = pa.concat_tables([merge_runs(pa.concat_tables([held, runs.slice(0, 1)])), runs.slice(1)])
+            else:
+                runs = pa.concat_tables([held, runs])
+        runs = runs.combine_chunks()
+        keys = runs["ngram"].combine_chunks()
+        if not is_sorted_once(keys):
+            listed = keys.to_pylist()  # where the order breaks, named once
+            at = next(i for i in range(1, len(listed)) if listed[i] <= listed[i - 1])
+            raise InputNotSorted(f"{self.path}: {listed[at]!r} follows {listed[at - 1]!r}")
+        self._span(order, keys)
+        self.held[order] = runs.slice(runs.num_rows - 1)
+        yield from self._write(runs.slice(0, runs.num_rows - 1))
+
+    def _span(self, order: int, keys: pa.Array) -> None:
+        """Widen the spans of ORDER by its sorted KEYS: the first and last of each prefix among them."""
+        prefixes = columnar.prefix16(keys)  # sorted keys: each prefix's keys are consecutive
+        starts = np.flatnonzero(np.concatenate(([True], prefixes[1:] != prefixes[:-1])))
+        ends = np.append(starts[1:], len(keys)) - 1
+        for prefix, a, b in zip(prefixes[starts].tolist(), starts.tolist(), ends.tolist()):
+            self.spans.setdefault((order, prefix), [keys[a].as_py(), None])[1] = keys[b].as_py()
+
+    def finish(self):
+        for held in self.held.values():
+            yield from self._write(held)
+        if self.spans:
+            yield beam.pvalue.TaggedOutput(KEY_SPANS, {"path": self.path, "spans": [
+                [order, prefix, first, last] for (order, prefix), (first, last) in self.spans.items()]})
+        yield from self._close_piece()
+
+    def _write(self, runs: pa.Table):
+        if not runs.num_rows:
+            return
+        ngrams = to_ngram_table(keep_frequent(runs, self.min_count))
+        if not ngrams.num_rows:
+            return
+        if self.files is None:
+            self.files = StreamedTables(self.root, self.schema).__enter__()
+        for order, rows in by_order(ngrams):
+            name = f"{layout.ngrams_folder(order)}/piece-{self.name}-{self.pieces:05d}"
+            self.files.write(name, rows)
+            ((_, counts),) = order_totals(rows)
+            yield beam.pvalue.TaggedOutput(ORDER_TOTALS, (order, counts))
+            part = self.parts.setdefault(order, {"order": order, "file": f"{name}.parquet", "path": self.path,
+                                                 "rows": 0, "first": rows["ngram"][0].as_py()})
+            part["last"] = rows["ngram"][-1].as_py()
+            part["rows"] += rows.num_rows
+        for run in self.tokens.add(distinct_tokens(ngrams)):
+            yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
+        self.rows += ngrams.num_rows
+        if self.rows >= self.piece_rows:
+            yield from self._close_piece()
+
+    def _close_piece(self):
+        if self.files is None:
+            return
+        self.files.__exit__(None, None, None)  # the piece's files renamed into place
+        yield from self.parts.values()
+        self.pieces += 1
+        self.files, self.parts, self.rows = None, {}, 0
+
+    def abandon(self, err: BaseException) -> None:
+        """Leave the piece being written unfinished on ERR (its files keep their temporary names)."""
+        if self.files is not None:
+            self.files.__exit__(type(err), err, err.__traceback__)
+
+
+#: ReadSortedFiles' tagged output of each file's span of n-grams.
+KEY_SPANS = "key_spans"
+
+
+class ReadSortedFiles(ReadNgramFile):
+    """A work unit -> the part files of its files, as SortedFile writes them; the outputs of ReadNgramFile
+    besides its run tables (rejects, file stats) and of SortedFile (piece records, tagged order totals,
+    token RunFiles and key spans)."""
+
+    def __init__(self, settings: ReadSettings, min_count: int, folder: str, budget: int, root: str,
+                 schema: pa.Schema, piece_rows: int):
+        super().__init__(settings)
+        self.min_count, self.folder, self.budget, self.root = min_count, folder, budget, root
+        self.schema, self.piece_rows = schema, piece_rows
+        self.file = None
+
+    def setup(self):
+        super().setup()
+        make_folder(self.folder)
+
+    def process(self, unit):
+        # The worker's budget, halved as a range's merge halves it: the tokens, and the tables written.
+        self.tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2)
+        try:
+            yield from super().process(unit)
+        except BaseException as err:
+            if self.file is not None:
+                self.file.abandon(err)
+            raise
+
+    def take_runs(self, path: str, runs: pa.Table):
+        if self.file is None:
+            self.file = SortedFile(path, self.min_count, self.root, self.schema, self.piece_rows, self.tokens)
+        yield from self.file.add(runs)
+
+    def file_read(self, path: str):
+        if self.file is not None:
+            yield from self.file.finish()
+        self.file = None
+
+    def unit_read(self):
+        for run in self.tokens.flush():
+            yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
+
+
+def _by_order(records: list[dict]) -> dict[int, list[dict]]:
+    """Records with an "order" and a "first" n-gram -> per order, in n-gram order."""
+    orders = {}
+    for record in sorted(records, key=lambda r: r["first"]):  # Python's order of str: UTF-8 byte order
+        orders.setdefault(record["order"], []).append(record)
+    return orders
+
+
+def _spans_by_order(out) -> dict[int, list[tuple]]:
+    """Per order, every file's spans (first, last, path), in n-gram order; InputNotSorted unless the spans
+    of every two files are apart (the module's docstring): then no span holds a key of another."""
+    spans = {}
+    for record in out.read_records(layout.KEY_SPANS):
+        for order, prefix, first, last in record["spans"]:
+            spans.setdefault((order, prefix), []).append((first, last, record["path"]))
+    for (order, _), found in spans.items():
+        found.sort()  # Python's order of str is UTF-8 byte order, Arrow's
+        for (_, last, before), (first, after_last, after) in zip(found, found[1:]):
+            if first <= last:
+                raise InputNotSorted(f"{before} and {after} both hold {order}-grams from {first!r} to "
+                                     f"{min(last, after_last)!r}")
+    by_order = {}
+    for (order, _), found in spans.items():
+        by_order.setdefault(order, []).extend(found)
+    return {order: sorted(found) for order, found in by_order.items()}
+
+
+def _cuts(pieces: list[dict], spans: list[tuple], out) -> dict[str, set[int]]:
+    """Where each piece of one order must be cut so that no part file's span holds another's: {piece file:
+    rows before each cut}. The spans of the order, in n-gram order, come in stretches of one file each: a
+    file's rows of one stretch lie between the other files' rows (the 2012 export splits its files by first
+    letter in either case, so that "Apple" and "apple" share a file that "Banana" lies between)."""
+    starts = {}  # {path: the first n-gram of each of its stretches but its first}
+    for (_, _, before), (first, _, path) in zip(spans, spans[1:]):
+        if path != before:
+            starts.setdefault(path, []).append(first)
+    cuts = {}
+    for piece in pieces:
+        inside = [key for key in starts.get(piece["path"], ()) if piece["first"] < key <= piece["last"]]
+        if inside:
+            keys = pq.read_table(out.join(piece["file"]), columns=["ngram"])["ngram"].combine_chunks()
+            cuts[piece["file"]] = {rows_below(keys, key) for key in inside}
+    return cuts
+
+
+def _cut_pieces(pieces: list[dict], cuts: dict[str, set[int]], out, schema: pa.Schema) -> list[dict]:
+    """The pieces with each one of CUTS replaced by its fragments (files of their own), in n-gram order."""
+    laid = [piece for piece in pieces if piece["file"] not in cuts]
+    for piece in pieces:
+        if piece["file"] not in cuts:
+            continue
+        table = pq.read_table(out.join(piece["file"]))
+        bounds = [0, *sorted(cuts[piece["file"]]), table.num_rows]
+        for number, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+            if stop > start:
+                rows = table.slice(start, stop - start)
+                name = f"{piece['file'].removesuffix('.parquet')}-{number:05d}"
+                write_named_table(out.path, name, rows, schema)
+                laid.append({**piece, "file": f"{name}.parquet", "rows": rows.num_rows,
+                             "first": rows["ngram"][0].as_py(), "last": rows["ngram"][-1].as_py()})
+        out.delete([piece["file"]])
+    return sorted(laid, key=lambda piece: piece["first"])
+
+
+#: A piece of fewer rows than this share of a part file's is joined to its small neighbours: a file's pieces
+#: are written whole, and rewriting pieces near a part file's size to join them cost more than it saved.
+SMALL_PIECE = 8
+
+
+def _groups(pieces: list[dict], rows: int):
+    """Consecutive pieces -> the groups that become one part file each: runs of small pieces (under
+    rows / SMALL_PIECE each) of up to ROWS rows, and every other piece alone."""
+    group = []
+    for piece in pieces:
+        small = piece["rows"] < rows // SMALL_PIECE
+        if group and (not small or sum(p["rows"] for p in group) + piece["rows"] > rows):
+            yield group
+            group = []
+        if not small:
+            yield [piece]
+            continue
+        group.append(piece)
+    if group:
+        yield group
+
+
+def lay_out_parts(out, schema: pa.Schema, part_rows: int) -> int:
+    """After a run of ReadSortedFiles into the build folder OUT (pipeline/output.OutputDir): check that no
+    two files' spans overlap (else InputNotSorted), then lay each order's pieces out as part files in n-gram
+    order whose spans are apart (small pieces, of small files, joined up to PART_ROWS rows), named
+    part-00000, part-00001, ..., with their range records (layout.RANGES); returns the part files."""
+    spans, parts = _spans_by_order(out), 0
+    for order, pieces in _by_order(out.read_records(layout.PIECES)).items():
+        pieces = _cut_pieces(pieces, _cuts(pieces, spans[order], out), out, schema)
+        for before, after in zip(pieces, pieces[1:]):  # what the spans promise
+            if after["first"] <= before["last"]:
+                raise InputNotSorted(f"the {order}-grams of {before['path']} and {after['path']} interleave")
+        for number, group in enumerate(_groups(pieces, part_rows)):
+            name = layout.part(layout.ngrams_folder(order), number)
+            if len(group) == 1:
+                FileSystems.rename([out.join(group[0]["file"])], [out.join(f"{name}.parquet")])
+            else:
+                with StreamedTables(out.path, schema) as files:
+                    for piece in group:
+                        files.write(name, pq.read_table(out.join(piece["file"])))
+                out.delete([piece["file"] for piece in group])
+            out.write_json(f"{layout.RANGES}/order-{order}-part-{number:05d}.json", {
+                "order": order, "file": f"{name}.parquet", "first": group[0]["first"], "last": group[-1]["last"]})
+            parts += 1
+    return parts
+
+
+class WriteSortedInput(beam.PTransform):
+    """Work units -> the outputs of ReadSortedFiles: "pieces" (records of the part files written, named by
+    their file), "key_spans", "rejects", "file_stats", "order_totals", "token_runs" (RunFiles)."""
+
+    def __init__(self, reader: ReadSortedFiles):
+        super().__init__()
+        self.reader = reader
+
+    def expand(self, units):
+        return (
+            units
+            | "Spread work units over workers" >> beam.Reshuffle()
+            | "Read each file and write it in its own order" >> beam.ParDo(self.reader).with_outputs(
+                ReadNgramFile.REJECTS, ReadNgramFile.FILE_STATS, ORDER_TOTALS, TOKEN_RUNS, KEY_SPANS, main="pieces")
+        )
