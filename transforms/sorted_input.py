@@ -35,7 +35,7 @@ from ngramflow.schemas import layout
 from ngramflow.transforms import columnar, native
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
-from ngramflow.transforms.runfiles import RunSpiller, make_folder, rows_below
+from ngramflow.transforms.runfiles import RunSpiller, file_system, make_folder, rows_below
 from ngramflow.transforms.sinks import StreamedTables, write_named_table
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS
 from ngramflow.transforms.total import by_order, keep_frequent, order_totals, to_ngram_table
@@ -206,6 +206,12 @@ def _by_order(records: list[dict]) -> dict[int, list[dict]]:
     return orders
 
 
+def _read(out, piece: dict, columns: list[str] | None = None) -> pa.Table:
+    """A piece's rows (COLUMNS of them), wherever the build folder is (a local path, gs://, s3://)."""
+    fs, path = file_system(out.join(piece["file"]))
+    return pq.read_table(path, columns=columns, filesystem=fs)
+
+
 def _spans_by_order(out) -> dict[int, list[tuple]]:
     """Per order, every file's spans (first, last, path), in n-gram order; InputNotSorted unless the spans
     of every two files are apart (the module's docstring): then no span holds a key of another."""
@@ -238,7 +244,7 @@ def _cuts(pieces: list[dict], spans: list[tuple], out) -> dict[str, set[int]]:
     for piece in pieces:
         inside = [key for key in starts.get(piece["path"], ()) if piece["first"] < key <= piece["last"]]
         if inside:
-            keys = pq.read_table(out.join(piece["file"]), columns=["ngram"])["ngram"].combine_chunks()
+            keys = _read(out, piece, ["ngram"])["ngram"].combine_chunks()
             cuts[piece["file"]] = {rows_below(keys, key) for key in inside}
     return cuts
 
@@ -249,7 +255,7 @@ def _cut_pieces(pieces: list[dict], cuts: dict[str, set[int]], out, schema: pa.S
     for piece in pieces:
         if piece["file"] not in cuts:
             continue
-        table = pq.read_table(out.join(piece["file"]))
+        table = _read(out, piece)
         bounds = [0, *sorted(cuts[piece["file"]]), table.num_rows]
         for number, (start, stop) in enumerate(zip(bounds, bounds[1:])):
             if stop > start:
@@ -302,7 +308,7 @@ def lay_out_parts(out, schema: pa.Schema, part_rows: int) -> int:
             else:
                 with StreamedTables(out.path, schema) as files:
                     for piece in group:
-                        files.write(name, pq.read_table(out.join(piece["file"])))
+                        files.write(name, _read(out, piece))
                 out.delete([piece["file"] for piece in group])
             out.write_json(f"{layout.RANGES}/order-{order}-part-{number:05d}.json", {
                 "order": order, "file": f"{name}.parquet", "first": group[0]["first"], "last": group[-1]["last"]})
