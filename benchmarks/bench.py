@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 
 from benchmarks import stages
 from benchmarks.measure import Measurement, run
@@ -67,6 +68,59 @@ def _merge(files: list[str], folder: str, parts: int) -> None:
     out.close()
 
 
+#: Rows per file of the sorted layout: the 2012 export's files hold millions of rows each.
+SORTED_FILE_ROWS = 4_000_000
+
+
+def sorted_layout(path: str) -> str:
+    """The corpus at PATH as the 2012 export lays its files out, reused when already there: each order's rows
+    sorted by n-gram (byte order) and cut, where the n-gram changes, into files of about SORTED_FILE_ROWS
+    rows, named as Google names them (``googlebooks-eng-all-{n}gram-20120701-{i:02d}.gz``): the input an
+    import may total in its own order (transforms/sorted_input.py). ``2012-merged/`` is not: it joins the
+    generator's per-prefix files in name order."""
+    folder = os.path.join(path, "2012-sorted")
+    if os.path.exists(os.path.join(folder, "done")):
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for order in range(1, 6):
+        files = [f for f in data_files(path, "2012") if f"-{order}gram-" in os.path.basename(f)]
+        if files:
+            _sort_and_cut(files, folder, order)
+    open(os.path.join(folder, "done"), "w").close()
+    return folder
+
+
+def _sort_and_cut(files: list[str], folder: str, order: int) -> None:
+    from isal import igzip
+
+    sort = subprocess.Popen(["sort", "-S", "1G"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "LC_ALL": "C"})
+
+    def feed():
+        with sort.stdin:
+            for f in files:
+                with igzip.open(f, "rb") as fh:
+                    shutil.copyfileobj(fh, sort.stdin, 1 << 20)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    part, rows, last, out = 0, 0, None, None
+    for line in sort.stdout:
+        key = line.split(b"\t", 1)[0]
+        if out is None or (rows >= SORTED_FILE_ROWS and key != last):
+            if out:
+                out.close()
+            out = igzip.open(os.path.join(folder, f"googlebooks-eng-all-{order}gram-20120701-{part:02d}.gz"), "wb")
+            part, rows = part + 1, 0
+        out.write(line)
+        rows, last = rows + 1, key
+    out.close()
+    feeder.join()
+    if sort.wait():
+        raise SystemExit(f"sort failed ({sort.returncode})")
+
+
 def data_files(path: str, fmt: str) -> list[str]:
     return sorted(glob.glob(os.path.join(path, fmt, "**", "*.gz"), recursive=True))
 
@@ -103,6 +157,7 @@ def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str,
     """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too;
     Flink if ``flink``."""
     files12, files20 = data_files(path, "2012-merged"), data_files(path, "2020")
+    sorted12 = data_files(path, "2012-sorted")
     contenders = [("gzip decompression (Python gzip)", "2012", _peer("gzip", "-", files12))] if full else []
     contenders += [
         ("isal decompression (fastest from PyPI)", "2012", _peer("isal", "-", files12)),
@@ -113,6 +168,9 @@ def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str,
         contenders += [("ngramflow import, embedded, 1 worker", "2012", _import(files12, out, "--workers", "1")),
                        ("plain Python dict aggregation", "2012", _peer("python-dict", "-", files12))]
     contenders += [
+        ("isal decompression (fastest from PyPI)", "2012 sorted", _peer("isal", "-", sorted12)),
+        ("DuckDB 2 threads, GROUP BY -> Parquet", "2012 sorted", _peer("duckdb-2012", out + ".parquet", sorted12)),
+        ("ngramflow import, embedded, default workers", "2012 sorted", _import(sorted12, out)),
         ("isal decompression (fastest from PyPI)", "2020", _peer("isal", "-", files20)),
         ("DuckDB 2 threads, GROUP BY -> Parquet", "2020", _peer("duckdb-2020", out + ".parquet", files20)),
         ("ngramflow import, embedded, default workers", "2020", _import(files20, out)),
@@ -129,7 +187,9 @@ def throughput(workdir: str, sizes: list[int], flink: bool = True, slow: bool = 
     results, meta = [], {}
     for index, rows in enumerate(sizes):
         path = corpus(workdir, rows)
-        files = {fmt: data_files(path, layout) for fmt, layout in (("2012", "2012-merged"), ("2020", "2020"))}
+        sorted_layout(path)
+        files = {fmt: data_files(path, layout)
+                 for fmt, layout in (("2012", "2012-merged"), ("2012 sorted", "2012-sorted"), ("2020", "2020"))}
         info = json.load(open(os.path.join(path, "corpus.json")))
         meta[rows] = {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
                       "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()},
@@ -195,14 +255,15 @@ def report(results, meta, scaling, stage, command: str, breakdown=None) -> str:
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
         f"load average {os.getloadavg()[0]:.1f} when the run ended (other jobs share the machine: CPU time "
         "is the fairer comparison). Corpora: synthetic, seed 1, in the 2012 format (the generator's "
-        "per-prefix files merged into a few files, as Google's hold millions of rows each) and the same data "
-        "in the 2020 format:",
+        "per-prefix files merged into a few files, as Google's hold millions of rows each; \"2012 sorted\": "
+        "each order sorted and cut into files of 4M rows named as the export names its files, which Google's "
+        "are and which an import totals in their own order) and the same data in the 2020 format:",
         "",
     ]
     for m in meta.values():
-        lines.append(f"- {m['rows']:,} rows: 2012 {m['files']['2012']} files, {m['bytes']['2012'] / 1e6:,.1f} MB "
-                     f"gz; 2020 {m['files']['2020']} files, {m['bytes']['2020'] / 1e6:,.1f} MB gz; n-grams per "
-                     f"order {m['ngrams']}")
+        layouts = "; ".join(f"{fmt} {count} files, {m['bytes'][fmt] / 1e6:,.1f} MB gz"
+                            for fmt, count in m["files"].items())
+        lines.append(f"- {m['rows']:,} rows: {layouts}; n-grams per order {m['ngrams']}")
     lines += [
         "",
         "| contender | input | rows | wall s | CPU s | rows/s | peak RSS (tree) | throughput vs DuckDB "
