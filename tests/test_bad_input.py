@@ -23,10 +23,15 @@ def bad_and_clean(tmp_path_factory):
     return root, report
 
 
+#: Both ways of totalling n-grams (transforms/spill.py, transforms/sorted_input.py) read files alike.
+MERGES = ["runs", "input-order"]
+
+
+@pytest.mark.parametrize("merge", MERGES)
 @pytest.mark.parametrize("fmt", ["2012", "2020"])
-def test_every_malformed_row_is_rejected_and_good_totals_stay_exact(bad_and_clean, tmp_path, fmt):
+def test_every_malformed_row_is_rejected_and_good_totals_stay_exact(bad_and_clean, tmp_path, fmt, merge):
     root, report = bad_and_clean
-    bad = import_ok(root / "bad" / fmt, tmp_path / "bad", "--max-reject-rate", "0.05")
+    bad = import_ok(root / "bad" / fmt, tmp_path / "bad", "--max-reject-rate", "0.05", "--merge", merge)
     clean = import_ok(root / "clean" / fmt, tmp_path / "clean")
     assert ngrams_of(bad) == ngrams_of(clean)
 
@@ -42,6 +47,7 @@ def test_every_malformed_row_is_rejected_and_good_totals_stay_exact(bad_and_clea
             assert fh.read().split(b"\n")[line - 1] == raw
     manifest = json.load(open(os.path.join(bad, "_manifest.json")))
     assert manifest["rows_rejected"] == 30
+    assert "input_order_refused" not in manifest["aggregation"]
 
 
 def test_reject_rate_above_the_limit_fails_the_run(bad_and_clean, tmp_path, capsys):
@@ -64,19 +70,21 @@ def with_truncated(tmp_path):
     return folder, victim
 
 
-def test_truncated_gzip_fails_the_run_naming_the_file(with_truncated, tmp_path, capsys):
+@pytest.mark.parametrize("merge", MERGES)
+def test_truncated_gzip_fails_the_run_naming_the_file(with_truncated, tmp_path, capsys, merge):
     folder, victim = with_truncated
     out = tmp_path / "out"
-    assert run_cli("import", folder, "--output", out, "--quiet") == 1
+    assert run_cli("import", folder, "--output", out, "--quiet", "--merge", merge) == 1
     err = capsys.readouterr().err.strip()
     assert victim in err and "corrupt or truncated gzip" in err and "Traceback" not in err
     assert len(err.splitlines()) == 1
     assert not (out / "_manifest.json").exists() and (out / "_INCOMPLETE").exists()
 
 
-def test_truncated_gzip_can_be_skipped_whole(with_truncated, tmp_path):
+@pytest.mark.parametrize("merge", MERGES)
+def test_truncated_gzip_can_be_skipped_whole(with_truncated, tmp_path, merge):
     folder, victim = with_truncated
-    skipped = import_ok(folder, tmp_path / "skipped", "--on-corrupt-file", "skip")
+    skipped = import_ok(folder, tmp_path / "skipped", "--on-corrupt-file", "skip", "--merge", merge)
     manifest = json.load(open(os.path.join(skipped, "_manifest.json")))
     record = next(i for i in manifest["inputs"] if i["path"] == victim)
     assert record["status"] == "skipped" and "truncated" in record["reason"] and record["rows_read"] == 0

@@ -60,7 +60,7 @@ def test_input_order_gives_the_merges_dataset(big_corpus, tmp_path, fmt):
     assert_parts_apart(ours)
 
 
-def test_files_split_by_first_letter_in_either_case_are_cut_apart(tmp_path):
+def test_files_split_by_first_letter_in_either_case_are_cut_apart(tmp_path, capsys):
     """Google's 2012 files: "A..." and "a..." share a file that "B..." lies between, and the punctuation
     file's n-grams lie on both sides of the digits' and letters'."""
     files = os.path.join(SAMPLE, "2012")
@@ -68,6 +68,14 @@ def test_files_split_by_first_letter_in_either_case_are_cut_apart(tmp_path):
     assert "input_order_refused" not in manifest_of(ours)["aggregation"]
     assert_same_rows(ngrams_of(ours), reference_2012(gz_files(files), where=NOT_TAGGED))
     assert_parts_apart(ours)
+    # Look-ups open the one part file the manifest's ranges name: they find every n-gram.
+    runs = import_ok(files, tmp_path / "runs", "--merge", "runs")
+    wanted = [row[0] for row in ngrams_of(runs)[::97]]
+    answers = []
+    for dataset in (ours, runs):
+        assert run_cli("query", dataset, "count", *wanted) == 0
+        answers.append(capsys.readouterr().out)
+    assert answers[0] == answers[1] and all(w in answers[0] for w in wanted)
 
 
 def test_files_sharing_an_ngram_are_totalled_by_the_merge(big_corpus, tmp_path):
