@@ -18,7 +18,7 @@ from ngramflow.pipeline.options import ImportOptions
 from ngramflow.transforms.kernel import collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.runfiles import RunSpiller
-from ngramflow.transforms.sizing import SORTED_INPUT_FILE_BYTES
+from ngramflow.transforms.sizing import ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
 from ngramflow.transforms.sorted_input import InputNotSorted, SortedFile
 from ngramflow.transforms.vocabulary import merge_tokens
 
@@ -76,6 +76,19 @@ def test_files_split_by_first_letter_in_either_case_are_cut_apart(tmp_path, caps
         assert run_cli("query", dataset, "count", *wanted) == 0
         answers.append(capsys.readouterr().out)
     assert answers[0] == answers[1] and all(w in answers[0] for w in wanted)
+
+
+def test_a_piece_is_cut_across_its_row_groups(tmp_path):
+    """Each file holds its upper-case n-grams, then its lower-case ones, more than a row group of each."""
+    files = []
+    for letter in "ab":
+        lines = [f"{first}{i:06d}\t2000\t{i % 7 + 1}\t1" for first in (letter.upper(), letter)
+                 for i in range(ROW_GROUP_ROWS + 5000)]
+        files.append(write_2012(tmp_path / f"googlebooks-eng-all-1gram-20120701-{letter}.gz", lines))
+    ours = import_ok(files, tmp_path / "out", "--merge", "input-order")
+    assert "input_order_refused" not in manifest_of(ours)["aggregation"]
+    assert_same_rows(ngrams_of(ours), reference_2012(files))
+    assert_parts_apart(ours)
 
 
 def test_files_sharing_an_ngram_are_totalled_by_the_merge(big_corpus, tmp_path):

@@ -25,6 +25,8 @@ A refusal (InputNotSorted) says nothing is wrong with the input, only that it ne
 line runs the import again through sorted run files (transforms/spill.py).
 """
 
+import bisect
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -36,7 +38,8 @@ from ngramflow.transforms import columnar, native
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
 from ngramflow.transforms.runfiles import RunSpiller, file_system, make_folder, rows_below
-from ngramflow.transforms.sinks import StreamedTables, write_named_table
+from ngramflow.transforms.sinks import StreamedTables
+from ngramflow.transforms.sizing import ROW_GROUP_ROWS
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS
 from ngramflow.transforms.total import by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
@@ -249,21 +252,34 @@ def _cuts(pieces: list[dict], spans: list[tuple], out) -> dict[str, set[int]]:
     return cuts
 
 
+def _row_groups(out, piece: dict):
+    """A piece's rows, a row group at a time (the memory of a cut does not grow with the piece)."""
+    fs, path = file_system(out.join(piece["file"]))
+    with fs.open_input_file(path) as fh:
+        yield from pq.ParquetFile(fh).iter_batches(batch_size=ROW_GROUP_ROWS)
+
+
 def _cut_pieces(pieces: list[dict], cuts: dict[str, set[int]], out, schema: pa.Schema) -> list[dict]:
     """The pieces with each one of CUTS replaced by its fragments (files of their own), in n-gram order."""
     laid = [piece for piece in pieces if piece["file"] not in cuts]
     for piece in pieces:
         if piece["file"] not in cuts:
             continue
-        table = _read(out, piece)
-        bounds = [0, *sorted(cuts[piece["file"]]), table.num_rows]
-        for number, (start, stop) in enumerate(zip(bounds, bounds[1:])):
-            if stop > start:
-                rows = table.slice(start, stop - start)
-                name = f"{piece['file'].removesuffix('.parquet')}-{number:05d}"
-                write_named_table(out.path, name, rows, schema)
-                laid.append({**piece, "file": f"{name}.parquet", "rows": rows.num_rows,
-                             "first": rows["ngram"][0].as_py(), "last": rows["ngram"][-1].as_py()})
+        stem, bounds = piece["file"].removesuffix(".parquet"), sorted(cuts[piece["file"]])
+        fragments, at = [], 0  # at: the piece's rows read so far
+        with StreamedTables(out.path, schema) as files:
+            for batch in _row_groups(out, piece):
+                while batch.num_rows:
+                    number = bisect.bisect_right(bounds, at)  # the fragment of row AT
+                    rows = batch.slice(0, (bounds[number] if number < len(bounds) else at + batch.num_rows) - at)
+                    if number == len(fragments):
+                        fragments.append({**piece, "file": f"{stem}-{number:05d}.parquet", "rows": 0,
+                                          "first": rows.column("ngram")[0].as_py()})
+                    files.write(f"{stem}-{number:05d}", pa.Table.from_batches([rows]))
+                    fragments[-1]["rows"] += rows.num_rows
+                    fragments[-1]["last"] = rows.column("ngram")[-1].as_py()
+                    batch, at = batch.slice(rows.num_rows), at + rows.num_rows
+        laid += fragments
         out.delete([piece["file"]])
     return sorted(laid, key=lambda piece: piece["first"])
 
@@ -308,7 +324,8 @@ def lay_out_parts(out, schema: pa.Schema, part_rows: int) -> int:
             else:
                 with StreamedTables(out.path, schema) as files:
                     for piece in group:
-                        files.write(name, _read(out, piece))
+                        for batch in _row_groups(out, piece):
+                            files.write(name, pa.Table.from_batches([batch]))
                 out.delete([piece["file"] for piece in group])
             out.write_json(f"{layout.RANGES}/order-{order}-part-{number:05d}.json", {
                 "order": order, "file": f"{name}.parquet", "first": group[0]["first"], "last": group[-1]["last"]})
