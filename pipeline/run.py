@@ -229,7 +229,7 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     try:
         runner_info, plan = _run_pipeline(opts, files, out, progress, flink)
         if in_input_order(opts):
-            plan["part_files"] = lay_out_parts(out, schemas.ngrams_schema(opts.keep_years), range_rows())
+            plan["part_files"] = lay_out_parts(out, schemas.ngrams_schema(opts.keep_years), range_rows(), opts.workers)
     except Exception as err:
         refused = marked_reason(err, InputNotSorted.MARKER) if in_input_order(opts) else None
         if refused is None:

@@ -25,13 +25,17 @@ A refusal (InputNotSorted) says nothing is wrong with the input, only that it ne
 line runs the import again through sorted run files (transforms/spill.py).
 """
 
-import bisect
+import concurrent.futures
+import functools
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.schemas import layout
 from ngramflow.transforms import columnar, native
@@ -39,7 +43,6 @@ from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
 from ngramflow.transforms.runfiles import RunSpiller, file_system, make_folder, rows_below
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import ROW_GROUP_ROWS
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS
 from ngramflow.transforms.total import by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
@@ -176,9 +179,13 @@ class ReadSortedFiles(ReadNgramFile):
         super().setup()
         make_folder(self.folder)
 
-    def process(self, unit):
-        # The worker's budget, halved as a range's merge halves it: the tokens, and the tables written.
+    def start_bundle(self):
+        # The worker's budget, halved as a range's merge halves it: the tokens, and the tables written. One
+        # spiller for the bundle's files: a run a file made the vocabulary's merge pass over them again
+        # (38 files of 1-grams, 3M tokens: 2.4 s for the vocabulary).
         self.tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2)
+
+    def process(self, unit):
         try:
             yield from super().process(unit)
         except BaseException as err:
@@ -197,8 +204,11 @@ class ReadSortedFiles(ReadNgramFile):
         self.file = None
 
     def unit_read(self):
+        return ()
+
+    def finish_bundle(self):
         for run in self.tokens.flush():
-            yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
+            yield beam.pvalue.TaggedOutput(TOKEN_RUNS, WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()]))
 
 
 def _by_order(records: list[dict]) -> dict[int, list[dict]]:
@@ -234,102 +244,100 @@ def _spans_by_order(out) -> dict[int, list[tuple]]:
     return {order: sorted(found) for order, found in by_order.items()}
 
 
-def _cuts(pieces: list[dict], spans: list[tuple], out) -> dict[str, set[int]]:
-    """Where each piece of one order must be cut so that no part file's span holds another's: {piece file:
-    rows before each cut}. The spans of the order, in n-gram order, come in stretches of one file each: a
-    file's rows of one stretch lie between the other files' rows (the 2012 export splits its files by first
-    letter in either case, so that "Apple" and "apple" share a file that "Banana" lies between)."""
+def _segments(pieces: list[dict], spans: list[tuple], out) -> list[dict]:
+    """The pieces of one order as segments, in n-gram order: a piece whole, or cut into its stretches where
+    other files' rows lie between them; each {**piece, "start", "stop": its rows in the piece, "rows",
+    "first", "last"}. The spans of the order, in n-gram order, come in stretches of one file each (the 2012
+    export splits its files by first letter in either case: "Apple" and "apple" share a file that "Banana"
+    lies between)."""
     starts = {}  # {path: the first n-gram of each of its stretches but its first}
     for (_, _, before), (first, _, path) in zip(spans, spans[1:]):
         if path != before:
             starts.setdefault(path, []).append(first)
-    cuts = {}
+    segments = []
     for piece in pieces:
         inside = [key for key in starts.get(piece["path"], ()) if piece["first"] < key <= piece["last"]]
-        if inside:
-            keys = _read(out, piece, ["ngram"])["ngram"].combine_chunks()
-            cuts[piece["file"]] = {rows_below(keys, key) for key in inside}
-    return cuts
-
-
-def _row_groups(out, piece: dict):
-    """A piece's rows, a row group at a time (the memory of a cut does not grow with the piece)."""
-    fs, path = file_system(out.join(piece["file"]))
-    with fs.open_input_file(path) as fh:
-        yield from pq.ParquetFile(fh).iter_batches(batch_size=ROW_GROUP_ROWS)
-
-
-def _cut_pieces(pieces: list[dict], cuts: dict[str, set[int]], out, schema: pa.Schema) -> list[dict]:
-    """The pieces with each one of CUTS replaced by its fragments (files of their own), in n-gram order."""
-    laid = [piece for piece in pieces if piece["file"] not in cuts]
-    for piece in pieces:
-        if piece["file"] not in cuts:
+        if not inside:
+            segments.append({**piece, "start": 0, "stop": piece["rows"]})
             continue
-        stem, bounds = piece["file"].removesuffix(".parquet"), sorted(cuts[piece["file"]])
-        fragments, at = [], 0  # at: the piece's rows read so far
-        with StreamedTables(out.path, schema) as files:
-            for batch in _row_groups(out, piece):
-                while batch.num_rows:
-                    number = bisect.bisect_right(bounds, at)  # the fragment of row AT
-                    rows = batch.slice(0, (bounds[number] if number < len(bounds) else at + batch.num_rows) - at)
-                    if number == len(fragments):
-                        fragments.append({**piece, "file": f"{stem}-{number:05d}.parquet", "rows": 0,
-                                          "first": rows.column("ngram")[0].as_py()})
-                    files.write(f"{stem}-{number:05d}", pa.Table.from_batches([rows]))
-                    fragments[-1]["rows"] += rows.num_rows
-                    fragments[-1]["last"] = rows.column("ngram")[-1].as_py()
-                    batch, at = batch.slice(rows.num_rows), at + rows.num_rows
-        laid += fragments
-        out.delete([piece["file"]])
-    return sorted(laid, key=lambda piece: piece["first"])
+        keys = _read(out, piece, ["ngram"])["ngram"].combine_chunks()
+        bounds = [0, *sorted({rows_below(keys, key) for key in inside}), len(keys)]
+        segments += [{**piece, "start": start, "stop": stop, "rows": stop - start, "first": keys[start].as_py(),
+                      "last": keys[stop - 1].as_py()} for start, stop in zip(bounds, bounds[1:]) if stop > start]
+    return sorted(segments, key=lambda segment: segment["first"])
 
 
-#: A piece of fewer rows than this share of a part file's is joined to its small neighbours: a file's pieces
+def _rows_of(out, segment: dict):
+    """A segment's rows, a row group at a time: only the piece's row groups that hold some are read."""
+    fs, path = file_system(out.join(segment["file"]))
+    with fs.open_input_file(path) as fh:
+        piece, at = pq.ParquetFile(fh), 0
+        for group in range(piece.num_row_groups):
+            rows = piece.metadata.row_group(group).num_rows
+            if at < segment["stop"] and at + rows > segment["start"]:
+                start = max(segment["start"], at)
+                yield piece.read_row_group(group).slice(start - at, min(segment["stop"], at + rows) - start)
+            at += rows
+
+
+#: A segment of fewer rows than this share of a part file's is joined to its small neighbours: a file's pieces
 #: are written whole, and rewriting pieces near a part file's size to join them cost more than it saved.
 SMALL_PIECE = 8
 
 
-def _groups(pieces: list[dict], rows: int):
-    """Consecutive pieces -> the groups that become one part file each: runs of small pieces (under
-    rows / SMALL_PIECE each) of up to ROWS rows, and every other piece alone."""
+def _groups(segments: list[dict], rows: int):
+    """Consecutive segments -> the groups that become one part file each: runs of small segments (under
+    rows / SMALL_PIECE each) of up to ROWS rows, and every other segment alone."""
     group = []
-    for piece in pieces:
-        small = piece["rows"] < rows // SMALL_PIECE
-        if group and (not small or sum(p["rows"] for p in group) + piece["rows"] > rows):
+    for segment in segments:
+        small = segment["rows"] < rows // SMALL_PIECE
+        if group and (not small or sum(s["rows"] for s in group) + segment["rows"] > rows):
             yield group
             group = []
         if not small:
-            yield [piece]
+            yield [segment]
             continue
-        group.append(piece)
+        group.append(segment)
     if group:
         yield group
 
 
-def lay_out_parts(out, schema: pa.Schema, part_rows: int) -> int:
+def _write_part(out, schema: pa.Schema, name: str, group: list[dict], whole: dict) -> bool:
+    """Part file NAME of a group of segments: a piece kept whole renamed, else the segments' rows written;
+    whether it was renamed."""
+    if len(group) == 1 and group[0]["rows"] == whole[group[0]["file"]]:
+        FileSystems.rename([out.join(group[0]["file"])], [out.join(f"{name}.parquet")])
+        return True
+    with StreamedTables(out.path, schema) as files:
+        for segment in group:
+            for rows in _rows_of(out, segment):
+                files.write(name, rows)
+    return False
+
+
+def lay_out_parts(out, schema: pa.Schema, part_rows: int, workers: int = 1) -> int:
     """After a run of ReadSortedFiles into the build folder OUT (pipeline/output.OutputDir): check that no
     two files' spans overlap (else InputNotSorted), then lay each order's pieces out as part files in n-gram
-    order whose spans are apart (small pieces, of small files, joined up to PART_ROWS rows), named
-    part-00000, part-00001, ..., with their range records (layout.RANGES); returns the part files."""
+    order whose spans are apart (pieces cut where other files' rows lie between, small segments joined up to
+    PART_ROWS rows; a piece kept whole is renamed), named part-00000, part-00001, ..., by WORKERS threads,
+    with their range records (layout.RANGES); returns the part files."""
     spans, parts = _spans_by_order(out), 0
-    for order, pieces in _by_order(out.read_records(layout.PIECES)).items():
-        pieces = _cut_pieces(pieces, _cuts(pieces, spans[order], out), out, schema)
-        for before, after in zip(pieces, pieces[1:]):  # what the spans promise
-            if after["first"] <= before["last"]:
-                raise InputNotSorted(f"the {order}-grams of {before['path']} and {after['path']} interleave")
-        for number, group in enumerate(_groups(pieces, part_rows)):
-            name = layout.part(layout.ngrams_folder(order), number)
-            if len(group) == 1:
-                FileSystems.rename([out.join(group[0]["file"])], [out.join(f"{name}.parquet")])
-            else:
-                with StreamedTables(out.path, schema) as files:
-                    for piece in group:
-                        for batch in _row_groups(out, piece):
-                            files.write(name, pa.Table.from_batches([batch]))
-                out.delete([piece["file"] for piece in group])
-            out.write_json(f"{layout.RANGES}/order-{order}-part-{number:05d}.json", {
-                "order": order, "file": f"{name}.parquet", "first": group[0]["first"], "last": group[-1]["last"]})
-            parts += 1
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:  # Parquet's work leaves Python's lock
+        for order, pieces in _by_order(out.read_records(layout.PIECES)).items():
+            segments = _segments(pieces, spans[order], out)
+            for before, after in zip(segments, segments[1:]):  # what the spans promise
+                if after["first"] <= before["last"]:
+                    raise InputNotSorted(f"the {order}-grams of {before['path']} and {after['path']} interleave")
+            whole = {piece["file"]: piece["rows"] for piece in pieces}
+            groups = list(_groups(segments, part_rows))
+            names = [layout.part(layout.ngrams_folder(order), number) for number in range(len(groups))]
+            written = pool.map(functools.partial(_write_part, out, schema, whole=whole), names, groups)
+            renamed = [group[0]["file"] for group, kept in zip(groups, written) if kept]
+            for name, group in zip(names, groups):
+                out.write_json(f"{layout.RANGES}/order-{order}-{name.rsplit('/', 1)[1]}.json", {
+                    "order": order, "file": f"{name}.parquet", "first": group[0]["first"], "last": group[-1]["last"]})
+            out.delete([file for file in whole if file not in renamed])
+            parts += len(groups)
     return parts
 
 
