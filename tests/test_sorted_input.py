@@ -15,6 +15,7 @@ from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok,
 from ngramflow import schemas
 from ngramflow.pipeline.graph import default_merge
 from ngramflow.pipeline.options import ImportOptions
+from ngramflow.transforms.columnar import character_prefix
 from ngramflow.transforms.kernel import collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.runfiles import RunSpiller
@@ -89,6 +90,28 @@ def test_a_piece_is_cut_across_its_row_groups(tmp_path):
     assert "input_order_refused" not in manifest_of(ours)["aggregation"]
     assert_same_rows(ngrams_of(ours), reference_2012(files))
     assert_parts_apart(ours)
+
+
+def test_files_apart_by_character_though_not_by_byte(tmp_path):
+    """"“", "†" and "…" share their first two bytes; a file of the first and last and one of the second are
+    apart by their first characters, and the first file is cut where the second lies between."""
+    quotes = write_2012(tmp_path / "googlebooks-eng-all-1gram-20120701-punctuation.gz",
+                        ["“a\t2000\t1\t1", "…a\t2000\t2\t1"])
+    dagger = write_2012(tmp_path / "googlebooks-eng-all-1gram-20120701-other.gz", ["†a\t2000\t3\t1"])
+    ours = import_ok([quotes, dagger], tmp_path / "out", "--merge", "input-order")
+    assert "input_order_refused" not in manifest_of(ours)["aggregation"]
+    assert ngrams_of(ours, "ngram, match_count") == [("“a", 1), ("†a", 3), ("…a", 2)]
+    assert_parts_apart(ours)
+
+
+def test_character_prefixes_are_ordered_and_equal_as_the_first_character_and_byte():
+    words = sorted(["a", "a b", "ab", "abc", "é", "éa", "éb", "“a", "†a", "…a", "中", "中文x", "中文y", "中x", "𝄞x"],
+                   key=str.encode)
+    codes = character_prefix(pa.array(words).slice(1)).tolist()  # a slice: its offsets do not start at 0
+    assert codes == sorted(codes)
+    for (a, code_a), (b, code_b) in itertools.combinations(zip(words[1:], codes), 2):
+        prefix = len(a[0].encode()) + 1
+        assert (code_a == code_b) == (a.encode()[:prefix] == b.encode()[:prefix]), (a, b)
 
 
 def test_files_sharing_an_ngram_are_totalled_by_the_merge(big_corpus, tmp_path):

@@ -16,9 +16,9 @@ with no run file spilled and merged:
                     is cut between them), small ones joined; and the range records the
                     manifest lists
 
-A file's spans are the first and last n-gram it holds of each order and first two bytes (the 2012 export
-splits files by first letters, and its punctuation and "other" files interleave with the rest, sharing no
-n-gram; the 2020 export's shards are contiguous ranges): two files with no overlapping spans share no
+A file's spans are the first and last n-gram it holds of each order and first character and byte (the 2012
+export splits files by first letters, and its punctuation and "other" files interleave with the rest, sharing
+no n-gram; the 2020 export's shards are contiguous ranges): two files with no overlapping spans share no
 n-gram, since a shared one would lie in a span of each.
 
 A refusal (InputNotSorted) says nothing is wrong with the input, only that it needs the merge: the command
@@ -107,8 +107,12 @@ class SortedFile:
         yield from self._write(runs.slice(0, runs.num_rows - 1))
 
     def _span(self, order: int, keys: pa.Array) -> None:
-        """Widen the spans of ORDER by its sorted KEYS: the first and last of each prefix among them."""
-        prefixes = columnar.prefix16(keys)  # sorted keys: each prefix's keys are consecutive
+        """Widen the spans of ORDER by its sorted KEYS: the first and last of each prefix among them. A
+        prefix is the first character and the byte after it (columnar.character_prefix): Google's exports
+        choose an n-gram's file by its first characters (2012: one, or two letters, in either case). Two
+        bytes would not do ("“", "†" and "…" share theirs, E2 80), nor two characters (pairs of Chinese
+        characters: tens of thousands of spans)."""
+        prefixes = columnar.character_prefix(keys)  # sorted too: each prefix's keys are together
         starts = np.flatnonzero(np.concatenate(([True], prefixes[1:] != prefixes[:-1])))
         ends = np.append(starts[1:], len(keys)) - 1
         for prefix, a, b in zip(prefixes[starts].tolist(), starts.tolist(), ends.tolist()):
@@ -227,21 +231,21 @@ def _read(out, piece: dict, columns: list[str] | None = None) -> pa.Table:
 
 def _spans_by_order(out) -> dict[int, list[tuple]]:
     """Per order, every file's spans (first, last, path), in n-gram order; InputNotSorted unless the spans
-    of every two files are apart (the module's docstring): then no span holds a key of another."""
-    spans = {}
+    of every two files are apart (the module's docstring): then no span holds a key of another. (A prefix's
+    keys lie between those of the prefixes before and after it, so spans that overlap are neighbours in
+    n-gram order.)"""
+    by_order = {}
     for record in out.read_records(layout.KEY_SPANS):
-        for order, prefix, first, last in record["spans"]:
-            spans.setdefault((order, prefix), []).append((first, last, record["path"]))
-    for (order, _), found in spans.items():
-        found.sort()  # Python's order of str is UTF-8 byte order, Arrow's
-        for (_, last, before), (first, after_last, after) in zip(found, found[1:]):
+        path = record["path"]
+        for order, _, first, last in record["spans"]:
+            by_order.setdefault(order, []).append((first, last, path))
+    for order, spans in by_order.items():
+        spans.sort()  # Python's order of str is UTF-8 byte order, Arrow's
+        for (_, last, before), (first, after_last, after) in zip(spans, spans[1:]):
             if first <= last:
                 raise InputNotSorted(f"{before} and {after} both hold {order}-grams from {first!r} to "
                                      f"{min(last, after_last)!r}")
-    by_order = {}
-    for (order, _), found in spans.items():
-        by_order.setdefault(order, []).extend(found)
-    return {order: sorted(found) for order, found in by_order.items()}
+    return by_order
 
 
 def _segments(pieces: list[dict], spans: list[tuple], out) -> list[dict]:
