@@ -195,6 +195,7 @@ class ReadSortedFiles(ReadNgramFile):
         except BaseException as err:
             if self.file is not None:
                 self.file.abandon(err)
+                self.file = None
             raise
 
     def take_runs(self, path: str, runs: pa.Table):
