@@ -4,6 +4,8 @@ Exit codes: 0 success, 1 the run failed (corrupt input, too many rejects,
 pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
 """
 
+import ngramflow.lean_start  # noqa: F401  (first: it sets how NumPy loads)
+
 import argparse
 import atexit
 import logging

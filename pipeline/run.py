@@ -1,6 +1,7 @@
 """Run an import end to end: inputs, output directory, pipeline, manifest, summary."""
 
 import contextlib
+import gc
 import os
 import platform
 import shlex
@@ -118,6 +119,8 @@ def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, fl
             # Anything after ``--`` on the command line overrides the runner's arguments.
             pipeline = beam.Pipeline(options=PipelineOptions(args + opts.beam_args))
             plan = build_import(pipeline, opts, files, out, progress_dir, expansion)
+            # What is loaded and built by now lives as long as the run: left out of the collector's full passes.
+            gc.freeze()
             submitted_ms = int(time.time() * 1000)
             result = pipeline.run()
             if opts.from_kafka:

@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -15,8 +16,8 @@ from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok,
 from ngramflow import schemas
 from ngramflow.pipeline.graph import default_merge
 from ngramflow.pipeline.options import ImportOptions
-from ngramflow.transforms.columnar import character_prefix
-from ngramflow.transforms.kernel import collapse_chunk
+from ngramflow.transforms.native import prefix_stretches
+from ngramflow.transforms.kernel import Collapsed, collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.runfiles import RunSpiller
 from ngramflow.transforms.sizing import ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
@@ -104,14 +105,15 @@ def test_files_apart_by_character_though_not_by_byte(tmp_path):
     assert_parts_apart(ours)
 
 
-def test_character_prefixes_are_ordered_and_equal_as_the_first_character_and_byte():
+def test_prefix_stretches_are_ordered_and_end_where_the_first_character_or_the_byte_after_it_changes():
     words = sorted(["a", "a b", "ab", "abc", "é", "éa", "éb", "“a", "†a", "…a", "中", "中文x", "中文y", "中x", "𝄞x"],
                    key=str.encode)
-    codes = character_prefix(pa.array(words).slice(1)).tolist()  # a slice: its offsets do not start at 0
-    assert codes == sorted(codes)
-    for (a, code_a), (b, code_b) in itertools.combinations(zip(words[1:], codes), 2):
+    starts, prefixes = prefix_stretches(pa.array(words).slice(1))  # a slice: its offsets do not start at 0
+    assert prefixes.tolist() == sorted(set(prefixes.tolist()))
+    stretch = np.searchsorted(starts, np.arange(len(words) - 1), side="right") - 1
+    for (a, sa), (b, sb) in itertools.combinations(zip(words[1:], stretch), 2):
         prefix = len(a[0].encode()) + 1
-        assert (code_a == code_b) == (a.encode()[:prefix] == b.encode()[:prefix]), (a, b)
+        assert (sa == sb) == (a.encode()[:prefix] == b.encode()[:prefix]), (a, b)
 
 
 def test_files_sharing_an_ngram_are_totalled_by_the_merge(big_corpus, tmp_path):
@@ -145,16 +147,16 @@ def test_a_file_of_several_orders_keeps_each_in_order(tmp_path):
     assert_parts_apart(ours)
 
 
-def runs_of(text: str) -> pa.Table:
-    return collapse_chunk(text.encode(), "2012", "test.gz", 1, RowPolicy(), False).runs
+def chunk_of(text: str) -> Collapsed:
+    return collapse_chunk(text.encode(), "2012", "test.gz", 1, RowPolicy(), False)
 
 
 def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
     tokens = RunSpiller(str(tmp_path / "tokens"), "tokens", merge_tokens, 1 << 20)
     os.makedirs(tmp_path / "tokens")
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
-    outputs = [*sorted_file.add(runs_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
-               *sorted_file.add(runs_of("b\t2001\t3\t1\nc\t2000\t4\t1\n")), *sorted_file.finish()]
+    outputs = [*sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
+               *sorted_file.add(chunk_of("b\t2001\t3\t1\nc\t2000\t4\t1\n")), *sorted_file.finish()]
     (piece,) = [o for o in outputs if isinstance(o, dict)]
     rows = pq.read_table(tmp_path / piece["file"]).select(["ngram", "match_count", "years"]).to_pylist()
     assert rows == [{"ngram": "a", "match_count": 1, "years": 1}, {"ngram": "b", "match_count": 5, "years": 2},
@@ -164,9 +166,22 @@ def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
 def test_a_table_before_the_last_is_refused(tmp_path):
     tokens = RunSpiller(str(tmp_path), "tokens", merge_tokens, 1 << 20)
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
-    list(sorted_file.add(runs_of("b\t2000\t1\t1\nc\t2000\t2\t1\n")))
+    list(sorted_file.add(chunk_of("b\t2000\t1\t1\nc\t2000\t2\t1\n")))
     with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'c'"):
-        list(sorted_file.add(runs_of("a\t2000\t1\t1\n")))
+        list(sorted_file.add(chunk_of("a\t2000\t1\t1\n")))
+
+
+def test_a_chunk_is_checked_order_by_order(tmp_path):
+    tokens = RunSpiller(str(tmp_path), "tokens", merge_tokens, 1 << 20)
+    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    mixed = chunk_of("a\t2000\t1\t1\na b\t2000\t1\t1\nb\t2000\t1\t1\na c\t2000\t1\t1\n")
+    assert not mixed.ascending  # each order ascends: the file is in order, the kernel's flag alone cannot say
+    list(sorted_file.add(mixed))
+    with pytest.raises(InputNotSorted, match="test.gz: 'a a' follows 'a c'"):
+        list(sorted_file.add(chunk_of("a a\t2000\t1\t1\n")))
+    with pytest.raises(InputNotSorted, match="test.gz: 'b' follows 'c'"):
+        list(SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens).add(
+            chunk_of("a\t2000\t1\t1\nc\t2000\t1\t1\nb\t2000\t1\t1\n")))
 
 
 def test_auto_totals_large_export_files_in_their_order():

@@ -112,25 +112,6 @@ def _string_buffers(strings) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def character_prefix(strings) -> np.ndarray:
-    """The first character of each UTF-8 string and the byte after it (up to 5 bytes) as a big-endian
-    number, 0-padded: strings with one such prefix have one number, and the numbers are ordered as the
-    strings."""
-    offsets, data = _string_buffers(strings)
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    padded = np.concatenate((data, np.zeros(5, np.uint8)))
-    lead = padded[starts]
-    code = lead.astype(np.uint64) << np.uint64(56)
-    code |= np.where(lengths >= 2, padded[starts + 1], 0).astype(np.uint64) << np.uint64(48)
-    # Beyond ASCII a character takes 2 bytes from 0xC0, 3 from 0xE0, 4 from 0xF0: the rest of those few.
-    wide = np.flatnonzero(lead >= 0xC0)
-    keep = np.minimum(2 + (lead[wide] >= 0xC0) + (lead[wide] >= 0xE0) + (lead[wide] >= 0xF0), lengths[wide])
-    for at in range(2, 5):
-        byte = np.where(at < keep, padded[starts[wide] + at], 0).astype(np.uint64)
-        code[wide] |= byte << np.uint64(8 * (7 - at))
-    return code
-
-
 # A fixed random weight per byte position makes the shard of a key the same in
 # every process and on every machine (Python's hash() is salted per process).
 _WEIGHTS = np.random.default_rng(20121701).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ngramflow.schemas import REJECTS, YEAR_MAX, YEAR_MIN, YEAR_SERIES
 from ngramflow.transforms import columnar
 from ngramflow.transforms.collapse import collapse, run_schema
-from ngramflow.transforms.native import _kernel
+from ngramflow.transforms.native import _kernel, strictly_ascending
 from ngramflow.transforms.parse import line_by_line
 from ngramflow.transforms.policy import RowPolicy, fold_case
 
@@ -29,14 +29,15 @@ class Collapsed(NamedTuple):
     runs: pa.Table  # collapse.run_schema(keep_years)
     dropped: int  # year rows the policy dropped
     rejects: pa.Table  # schemas.REJECTS
+    ascending: bool  # whether each run's n-gram is above the one before (UTF-8 byte order)
 
 
 def _buffer(data: bytes, type_: pa.DataType, n: int) -> pa.Array:
     return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(data)])
 
 
-def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
-    offsets, keys, fold_here, matches, volumes, mask_offsets, masks, dropped, series = found
+def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int, bool]:
+    offsets, keys, fold_here, matches, volumes, mask_offsets, masks, dropped, series, ascending = found
     n = len(matches) // 8
     ngrams = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
     fold_here = np.frombuffer(fold_here, np.bool_)
@@ -45,6 +46,7 @@ def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
         for i in np.flatnonzero(fold_here):
             folded[i] = " ".join(fold_case(t) for t in folded[i].split(" "))
         ngrams = pa.array(folded, pa.string())
+        ascending = strictly_ascending(ngrams)
     columns = [ngrams, _buffer(matches, pa.int64(), n), _buffer(volumes, pa.int64(), n),
                pa.Array.from_buffers(columnar.MASK_TYPE, n, [None, pa.py_buffer(mask_offsets), pa.py_buffer(masks)])]
     if keep_years:
@@ -53,7 +55,7 @@ def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int]:
         columns.append(pa.ListArray.from_arrays(_buffer(offsets, pa.int32(), n + 1), pa.StructArray.from_arrays(
             [_buffer(years, pa.int16(), values), _buffer(year_matches, pa.int64(), values),
              _buffer(year_volumes, pa.int64(), values)], fields=list(YEAR_SERIES.value_type)), type=YEAR_SERIES))
-    return pa.Table.from_arrays(columns, schema=run_schema(keep_years)), dropped
+    return pa.Table.from_arrays(columns, schema=run_schema(keep_years)), dropped, ascending
 
 
 def collapse_chunk(chunk: bytes | memoryview, fmt: str, path: str, first_line: int, policy: RowPolicy,
@@ -66,8 +68,8 @@ def collapse_chunk(chunk: bytes | memoryview, fmt: str, path: str, first_line: i
     found = _kernel.collapse_chunk(chunk, fmt, year_min, year_max, policy.pos == "drop", policy.lowercase,
                                    keep_years)
     if found is not None:
-        runs, dropped = _runs(found, keep_years)
-        return Collapsed(runs, dropped, REJECTS.empty_table())
+        runs, dropped, ascending = _runs(found, keep_years)
+        return Collapsed(runs, dropped, REJECTS.empty_table(), ascending)
     rows, rejects = line_by_line(bytes(chunk), fmt, path, first_line)
     runs, dropped = collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
-    return Collapsed(runs, dropped, rejects)
+    return Collapsed(runs, dropped, rejects, strictly_ascending(runs["ngram"].combine_chunks()))

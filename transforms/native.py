@@ -41,6 +41,12 @@ def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
 
 
+def strictly_ascending(keys: pa.Array) -> bool:
+    """Whether a string array's keys ascend strictly (UTF-8 byte order): sorted, each key once."""
+    order, starts = merge_order(keys)
+    return order is None and len(starts) == len(keys)
+
+
 def fold_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray, how: str) -> tuple[np.ndarray, int]:
     """(each group's sum (HOW "sum") or largest value ("max"), the first group whose sum does not fit int64,
     -1: none) of int64 VALUES grouped as merge_order's (ORDER, STARTS) give them: native/src/order.rs."""
@@ -71,6 +77,16 @@ def orders(ngrams: pa.Array) -> np.ndarray:
     if len(ngrams) == 0:
         return np.zeros(0, np.int8)
     return np.frombuffer(_kernel.orders(*_string_buffers(ngrams)), np.int8)
+
+
+def prefix_stretches(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(the first row of each stretch of consecutive keys of a string array that share their first character
+    and the byte after it, int64; that prefix as a big-endian number, zero-padded, uint64: prefixes compare
+    as their bytes do): native/src/order.rs."""
+    if len(keys) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    starts, prefixes = _kernel.prefix_stretches(*_string_buffers(keys))
+    return np.frombuffer(starts, np.int64), np.frombuffer(prefixes, np.uint64)
 
 
 def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

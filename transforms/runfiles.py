@@ -87,8 +87,9 @@ def _batch_rows(table: pa.Table, budget: int) -> int:
     return max(1, budget // MERGE_FANIN // row_bytes)
 
 
-def write_run_file(folder: str, kind: str, tables, budget: int) -> RunFile | None:
-    """Write TABLES (sorted, in key order, each key once) as one run file; None if they have no rows."""
+def write_run_file(folder: str, kind: str, tables, budget: int, compression=SPILL_COMPRESSION) -> RunFile | None:
+    """Write TABLES (sorted, in key order, each key once) as one run file (Arrow IPC, COMPRESSION); None if they
+    have no rows."""
     # Unique names: a retried bundle writes new files, and only the references of
     # the attempt that succeeded are passed on.
     path = f"{folder.rstrip('/')}/{kind}-{uuid.uuid4().hex}.arrow"
@@ -99,7 +100,7 @@ def write_run_file(folder: str, kind: str, tables, budget: int) -> RunFile | Non
         if writer is None:
             fs, inner = file_system(path)
             sink = fs.open_output_stream(inner)
-            writer = pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION))
+            writer = pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=compression))
         for batch in table.to_batches(max_chunksize=_batch_rows(table, budget)):
             writer.write_batch(batch)
             keys = batch.column(0)
@@ -115,8 +116,9 @@ class RunSpiller:
     """Tables -> run files, holding at most about ``budget`` bytes of them: ``combine`` turns the
     concatenated buffer into sorted rows with each key once (and must accept an empty table)."""
 
-    def __init__(self, folder: str, kind: str, combine, budget: int):
+    def __init__(self, folder: str, kind: str, combine, budget: int, compression=SPILL_COMPRESSION):
         self.folder, self.kind, self.combine, self.budget = folder, kind, combine, budget
+        self.compression = compression
         self.buffer, self.buffered = [], 0
 
     def add(self, table: pa.Table) -> list[RunFile]:
@@ -133,8 +135,8 @@ class RunSpiller:
         # buffer just past the budget stays whole (slices of the budget would leave a tiny last file).
         slices = max(1, table.nbytes // self.budget)
         rows = -(-table.num_rows // slices)
-        runs = (write_run_file(self.folder, self.kind, [self.combine(table.slice(start, rows))], self.budget)
-                for start in range(0, table.num_rows, rows))
+        runs = (write_run_file(self.folder, self.kind, [self.combine(table.slice(start, rows))], self.budget,
+                               self.compression) for start in range(0, table.num_rows, rows))
         return [run for run in runs if run is not None]
 
 
@@ -215,19 +217,21 @@ def _gathered(tables, nbytes: int):
         yield pa.concat_tables(held).combine_chunks()
 
 
-def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo=None, hi=None):
+def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo=None, hi=None,
+           compression=SPILL_COMPRESSION):
     """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of about
     budget / MERGE_FANIN bytes.
 
     While there are more files than MERGE_FANIN, groups of them are merged into
-    new run files named KIND (a pass); the merge's own files are deleted once read.
+    new run files named KIND (a pass, with COMPRESSION); the merge's own files are deleted once read.
     """
     runs, own, piece = sorted(runs, key=lambda run: run.path), set(), budget // MERGE_FANIN
     while len(runs) > MERGE_FANIN:
         passed = []
         for start in range(0, len(runs), MERGE_FANIN):
             group = runs[start:start + MERGE_FANIN]
-            run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget)
+            run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget,
+                                 compression)
             passed += [run] if run is not None else []
             for path in own.intersection(r.path for r in group):
                 _remove(path)

@@ -38,11 +38,13 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.schemas import layout
-from ngramflow.transforms import columnar, native
+from ngramflow.transforms import native
+from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
 from ngramflow.transforms.runfiles import RunSpiller, file_system, make_folder, rows_below
 from ngramflow.transforms.sinks import StreamedTables
+from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS
 from ngramflow.transforms.total import by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
@@ -56,12 +58,6 @@ class InputNotSorted(RuntimeError):
     def __init__(self, reason: str):
         # Beam raises a step's error again with the step's name added: the marker is there already.
         super().__init__(reason if reason.startswith(self.MARKER) else self.MARKER + reason)
-
-
-def is_sorted_once(keys: pa.Array) -> bool:
-    """Whether KEYS ascend strictly (UTF-8 byte order): sorted, each key once."""
-    order, starts = native.merge_order(keys)
-    return order is None and len(starts) == len(keys)
 
 
 class SortedFile:
@@ -81,12 +77,13 @@ class SortedFile:
         self.held = {}  # {order: the last row read of the order, held back: the next table may continue it}
         self.files, self.parts, self.rows = None, {}, 0  # the piece being written
 
-    def add(self, runs: pa.Table):
-        keys = runs["ngram"].combine_chunks()
-        for order, rows in by_order(runs, native.orders(keys)):
-            yield from self._add(order, rows)
+    def add(self, collapsed: Collapsed):
+        runs = collapsed.runs
+        for order, rows in by_order(runs, native.orders(runs["ngram"].combine_chunks())):
+            # The kernel saw whether the whole table ascends: then each order's rows do, and need no check.
+            yield from self._add(order, rows, collapsed.ascending)
 
-    def _add(self, order: int, runs: pa.Table):
+    def _add(self, order: int, runs: pa.Table, ascending: bool):
         held = self.held.get(order)
         if held is not None:
             last, next_key = held["ngram"][0].as_py(), runs["ngram"][0].as_py()
@@ -98,51 +95,49 @@ class SortedFile:
                 runs = pa.concat_tables([held, runs])
         runs = runs.combine_chunks()
         keys = runs["ngram"].combine_chunks()
-        if not is_sorted_once(keys):
+        if not (ascending or native.strictly_ascending(keys)):
             listed = keys.to_pylist()  # where the order breaks, named once
             at = next(i for i in range(1, len(listed)) if listed[i] <= listed[i - 1])
             raise InputNotSorted(f"{self.path}: {listed[at]!r} follows {listed[at - 1]!r}")
         self._span(order, keys)
         self.held[order] = runs.slice(runs.num_rows - 1)
-        yield from self._write(runs.slice(0, runs.num_rows - 1))
+        yield from self._write(order, runs.slice(0, runs.num_rows - 1))
 
     def _span(self, order: int, keys: pa.Array) -> None:
         """Widen the spans of ORDER by its sorted KEYS: the first and last of each prefix among them. A
-        prefix is the first character and the byte after it (columnar.character_prefix): Google's exports
+        prefix is the first character and the byte after it (native.prefix_stretches): Google's exports
         choose an n-gram's file by its first characters (2012: one, or two letters, in either case). Two
         bytes would not do ("“", "†" and "…" share theirs, E2 80), nor two characters (pairs of Chinese
         characters: tens of thousands of spans)."""
-        prefixes = columnar.character_prefix(keys)  # sorted too: each prefix's keys are together
-        starts = np.flatnonzero(np.concatenate(([True], prefixes[1:] != prefixes[:-1])))
+        starts, prefixes = native.prefix_stretches(keys)  # sorted keys: each prefix's keys are together
         ends = np.append(starts[1:], len(keys)) - 1
-        for prefix, a, b in zip(prefixes[starts].tolist(), starts.tolist(), ends.tolist()):
+        for prefix, a, b in zip(prefixes.tolist(), starts.tolist(), ends.tolist()):
             self.spans.setdefault((order, prefix), [keys[a].as_py(), None])[1] = keys[b].as_py()
 
     def finish(self):
-        for held in self.held.values():
-            yield from self._write(held)
+        for order, held in self.held.items():
+            yield from self._write(order, held)
         if self.spans:
             yield beam.pvalue.TaggedOutput(KEY_SPANS, {"path": self.path, "spans": [
                 [order, prefix, first, last] for (order, prefix), (first, last) in self.spans.items()]})
         yield from self._close_piece()
 
-    def _write(self, runs: pa.Table):
+    def _write(self, order: int, runs: pa.Table):
         if not runs.num_rows:
             return
-        ngrams = to_ngram_table(keep_frequent(runs, self.min_count))
+        ngrams = to_ngram_table(keep_frequent(runs, self.min_count), order)
         if not ngrams.num_rows:
             return
         if self.files is None:
             self.files = StreamedTables(self.root, self.schema).__enter__()
-        for order, rows in by_order(ngrams):
-            name = f"{layout.ngrams_folder(order)}/piece-{self.name}-{self.pieces:05d}"
-            self.files.write(name, rows)
-            ((_, counts),) = order_totals(rows)
-            yield beam.pvalue.TaggedOutput(ORDER_TOTALS, (order, counts))
-            part = self.parts.setdefault(order, {"order": order, "file": f"{name}.parquet", "path": self.path,
-                                                 "rows": 0, "first": rows["ngram"][0].as_py()})
-            part["last"] = rows["ngram"][-1].as_py()
-            part["rows"] += rows.num_rows
+        name = f"{layout.ngrams_folder(order)}/piece-{self.name}-{self.pieces:05d}"
+        self.files.write(name, ngrams)
+        ((_, counts),) = order_totals(ngrams)
+        yield beam.pvalue.TaggedOutput(ORDER_TOTALS, (order, counts))
+        part = self.parts.setdefault(order, {"order": order, "file": f"{name}.parquet", "path": self.path,
+                                             "rows": 0, "first": ngrams["ngram"][0].as_py()})
+        part["last"] = ngrams["ngram"][-1].as_py()
+        part["rows"] += ngrams.num_rows
         for run in self.tokens.add(distinct_tokens(ngrams)):
             yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
         self.rows += ngrams.num_rows
@@ -187,7 +182,7 @@ class ReadSortedFiles(ReadNgramFile):
         # The worker's budget, halved as a range's merge halves it: the tokens, and the tables written. One
         # spiller for the bundle's files: a run a file made the vocabulary's merge pass over them again
         # (38 files of 1-grams, 3M tokens: 2.4 s for the vocabulary).
-        self.tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2)
+        self.tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2, TOKEN_SPILL_COMPRESSION)
 
     def process(self, unit):
         try:
@@ -198,10 +193,10 @@ class ReadSortedFiles(ReadNgramFile):
                 self.file = None
             raise
 
-    def take_runs(self, path: str, runs: pa.Table):
+    def take_runs(self, path: str, collapsed: Collapsed):
         if self.file is None:
             self.file = SortedFile(path, self.min_count, self.root, self.schema, self.piece_rows, self.tokens)
-        yield from self.file.add(runs)
+        yield from self.file.add(collapsed)
 
     def file_read(self, path: str):
         if self.file is not None:

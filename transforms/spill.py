@@ -29,6 +29,7 @@ from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
+from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION
 from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
 
@@ -105,7 +106,7 @@ class MergeRange(beam.DoFn):
         index, _, lo, hi, runs = planned
         totals, parts = {}, {}
         # The worker's budget, halved: the merge's batches and the range's tokens are held at once.
-        tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2)
+        tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2, TOKEN_SPILL_COMPRESSION)
         with StreamedTables(self.root, self.schema) as files:
             for piece in merged(self.folder, "pass", runs, merge_runs, self.budget // 2, lo, hi):
                 ngrams = to_ngram_table(keep_frequent(piece, self.min_count))

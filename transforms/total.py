@@ -29,13 +29,15 @@ def keep_frequent(totals: pa.Table, min_count: int) -> pa.Table:
     return totals if min_count <= 1 else totals.filter(pc.greater_equal(totals["match"], min_count))
 
 
-def to_ngram_table(totals: pa.Table) -> pa.Table:
-    """Rows of schemas.NGRAMS (or NGRAMS_WITH_YEARS) from merged totals."""
+def to_ngram_table(totals: pa.Table, order: int | None = None) -> pa.Table:
+    """Rows of schemas.NGRAMS (or NGRAMS_WITH_YEARS) from merged totals, all of ORDER if it is given."""
     keep_years = "year_series" in totals.column_names
     first, last, years = columnar.mask_stats(totals["years"])
+    orders = native.orders(totals["ngram"].combine_chunks()) if order is None else np.full(totals.num_rows, order,
+                                                                                             np.int8)
     columns = [
         totals["ngram"],
-        pa.array(native.orders(totals["ngram"].combine_chunks())),
+        pa.array(orders),
         totals["match"],
         totals["volume"],
         pa.array(first),

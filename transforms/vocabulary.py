@@ -149,6 +149,14 @@ def reserved(tokens: pa.Table, wanted: bool = True) -> pa.Table:
     return tokens.filter(mask if wanted else pc.invert(mask))
 
 
+def split_reserved(tokens: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(the reserved tokens among TOKENS, the others): one look-up a token, and no copy when none is reserved."""
+    mask = pc.is_in(tokens["token"], pa.array(RESERVED_TOKENS))
+    if not pc.any(mask).as_py():
+        return tokens.schema.empty_table(), tokens
+    return tokens.filter(mask), tokens.filter(pc.invert(mask))
+
+
 def reserved_rows(tokens: pa.Table) -> pa.Table:
     """The reserved tokens with their fixed ids, and their counts when the corpus has them."""
     seen = {r["token"]: r for r in reserved(tokens).to_pylist()}

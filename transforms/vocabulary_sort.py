@@ -26,21 +26,24 @@ import pyarrow as pa
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import part_tokens
+from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
-from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved, reserved_rows,
-                                             sort_by_rank, token_of_rank, with_rank)
+from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved_rows,
+                                             sort_by_rank, split_reserved, token_of_rank, with_rank)
 
 def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
     """One token range (of token run files) -> (the reserved tokens it holds, with their counts; RunFiles of
     its other tokens in id order)."""
     # merged() hands the tokens over in token order, so each buffer of the ranked spiller is in token order.
     # The worker's budget, halved: the merge's batches and the ranked buffer are held at once.
-    seen_reserved, ranked = [TOKENS.empty_table()], RunSpiller(folder, "ranked", rank_tokens_in_order, budget // 2)
+    ranked = RunSpiller(folder, "ranked", rank_tokens_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
+    seen_reserved = [TOKENS.empty_table()]
     runs = []
-    for tokens in merged(folder, "tokens-pass", planned.runs, merge_tokens, budget // 2, planned.lo, planned.hi):
-        seen_reserved.append(reserved(tokens))
-        runs += ranked.add(with_rank(reserved(tokens, wanted=False)).drop_columns(["token"]))
+    for tokens in merged(folder, "tokens-pass", planned.runs, merge_tokens, budget // 2, planned.lo, planned.hi,
+                         TOKEN_SPILL_COMPRESSION):
+        found, others = split_reserved(tokens)
+        seen_reserved.append(found)
+        runs += ranked.add(with_rank(others).drop_columns(["token"]))
     return pa.concat_tables(seen_reserved), runs + ranked.flush()
 
 
@@ -52,7 +55,7 @@ def number_vocabulary(ranked: list[tuple[pa.Table, list[RunFile]]], folder: str,
     next_id, per_part = len(RESERVED_TOKENS), part_tokens()
     with StreamedTables(root, VOCABULARY) as files:
         files.write("part-reserved", reserved_rows(pa.concat_tables(seen_reserved)))
-        for table in merged(folder, "ranked-pass", runs, sort_by_rank, budget):
+        for table in merged(folder, "ranked-pass", runs, sort_by_rank, budget, compression=TOKEN_SPILL_COMPRESSION):
             while table.num_rows:
                 part = (next_id - len(RESERVED_TOKENS)) // per_part
                 rows = min(table.num_rows, (part + 1) * per_part + len(RESERVED_TOKENS) - next_id)

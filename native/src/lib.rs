@@ -19,7 +19,7 @@ use fields::Format;
 use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyTuple};
 use runs::{Policy, Runs};
 
 /// The runs of a chunk, or None if some line needs the careful parser or a total does not fit.
@@ -61,8 +61,9 @@ pub(crate) fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
 /// collapse_chunk(chunk, format, year_min, year_max, drop_tagged, lowercase, keep_years)
 ///
 /// None, or (key offsets int32, key bytes, fold-in-Python flags uint8, match int64, volume int64,
-/// year span mask offsets int32, their bytes, dropped rows, series) where series is None or
-/// (offsets int32, year int16, match int64, volume int64).
+/// year span mask offsets int32, their bytes, dropped rows, series, ascending) where series is None or
+/// (offsets int32, year int16, match int64, volume int64), and ascending whether each key is above
+/// the one before (as given: before Python folds those flagged).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn collapse_chunk<'py>(
@@ -120,6 +121,7 @@ fn collapse_chunk<'py>(
             bytes(&runs.masks),
             runs.dropped.into_pyobject(py)?.into_any(),
             series,
+            PyBool::new(py, runs.ascending).to_owned().into_any(),
         ],
     )?;
     Ok(Some(result))
@@ -249,6 +251,29 @@ fn distinct_tokens<'py>(
             PyBytes::new(py, bytes_of(&offsets)),
             PyBytes::new(py, &bytes),
             PyBytes::new(py, bytes_of(&rows)),
+        ],
+    )
+}
+
+/// prefix_stretches(offsets, data) -> (starts, prefixes)
+///
+/// The stretches of consecutive keys of a string array's buffers (OFFSETS: n + 1 int32, into DATA)
+/// that share their first character and the byte after it: the first row of each (int64) and its
+/// prefix as a big-endian number, zero-padded (uint64) (order.rs).
+#[pyfunction]
+fn prefix_stretches<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (starts, prefixes) = with_keys(&offsets, &data, |keys| {
+        py.allow_threads(|| order::prefix_stretches(keys))
+    })?;
+    PyTuple::new(
+        py,
+        [
+            PyBytes::new(py, bytes_of(&starts)),
+            PyBytes::new(py, bytes_of(&prefixes)),
         ],
     )
 }
@@ -428,6 +453,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
     m.add_function(wrap_pyfunction!(mask_stats, m)?)?;
     m.add_function(wrap_pyfunction!(orders, m)?)?;
+    m.add_function(wrap_pyfunction!(prefix_stretches, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(fold_groups, m)?)?;

@@ -283,7 +283,7 @@ pub fn fold_groups(
 /// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
 pub fn orders(keys: &Keys) -> Vec<u8> {
     (0..keys.len())
-        .map(|i| (memchr::memchr_iter(b' ', keys.get(i)).count() + 1).min(127) as u8)
+        .map(|i| (keys.get(i).iter().filter(|&&b| b == b' ').count() + 1).min(127) as u8)
         .collect()
 }
 
@@ -327,6 +327,35 @@ fn add_block<'a>(
         );
     }
     block.clear();
+}
+
+/// A key's prefix as sorted_input.py keeps spans by it: its first character (UTF-8: 1 to 4 bytes, by
+/// the lead byte) and the byte after it, or the whole key when it is shorter.
+fn prefix(key: &[u8]) -> &[u8] {
+    let character = match key.first() {
+        Some(&lead) if lead >= 0xF0 => 4,
+        Some(&lead) if lead >= 0xE0 => 3,
+        Some(&lead) if lead >= 0xC0 => 2,
+        _ => 1,
+    };
+    &key[..key.len().min(character + 1)]
+}
+
+/// The stretches of consecutive keys that share a prefix: the first row of each, and the prefix as a
+/// big-endian number, zeros after it (`head`), so that prefixes compare as their bytes do. One pass
+/// of a few byte comparisons per key.
+pub fn prefix_stretches(keys: &Keys) -> (Vec<i64>, Vec<u64>) {
+    let (mut starts, mut codes) = (Vec::new(), Vec::new());
+    let mut last: Option<&[u8]> = None;
+    for i in 0..keys.len() {
+        let this = prefix(keys.get(i));
+        if last != Some(this) {
+            starts.push(i as i64);
+            codes.push(head(this));
+            last = Some(this);
+        }
+    }
+    (starts, codes)
 }
 
 /// The hash a TokenSet gives `token`.
@@ -407,6 +436,23 @@ mod tests {
             }
         }
         assert_eq!(starts, want, "{words:?}");
+    }
+
+    #[test]
+    fn prefix_stretches_end_where_the_first_character_or_the_byte_after_it_changes() {
+        let words = [
+            "a", "a b", "ab", "abc", "é", "éa", "éb", "中", "中文x", "中文y",
+        ];
+        let (offsets, data) = keys_of(&words);
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        let (starts, codes) = prefix_stretches(&keys);
+        assert_eq!(starts, vec![0, 1, 2, 4, 5, 6, 7, 8]);
+        assert!(codes.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(codes[0], u64::from(b'a') << 56);
+        assert_eq!(codes[1], u64::from_be_bytes(*b"a \0\0\0\0\0\0"));
     }
 
     #[test]

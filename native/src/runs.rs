@@ -33,6 +33,8 @@ pub struct Runs {
     pub series_volumes: Vec<i64>,
     /// Year rows the policy dropped.
     pub dropped: u64,
+    /// Whether every run's key is above the one before (byte order), as pushed (unfolded for Python).
+    pub ascending: bool,
     /// The kept rows of the open run: one buffer for every run of the chunk, not an allocation each.
     open_rows: Vec<(u16, i64, i64)>,
 }
@@ -52,6 +54,7 @@ impl Runs {
         let mut runs = Runs {
             key_offsets: vec![0],
             mask_offsets: vec![0],
+            ascending: true,
             ..Runs::default()
         };
         if keep_years {
@@ -104,6 +107,11 @@ impl Runs {
             .push(policy.lowercase && !run.key.is_ascii());
         self.key_offsets
             .push(i32::try_from(self.key_bytes.len()).map_err(|_| Unrepresentable)?);
+        // One comparison a run, of two keys in cache: a sorted input's check costs no pass of its own.
+        if let [.., a, b, c] = self.key_offsets[..] {
+            let (a, b, c) = (a as usize, b as usize, c as usize);
+            self.ascending &= self.key_bytes[a..b] < self.key_bytes[b..c];
+        }
         self.matches.push(total_match);
         self.volumes.push(total_volume);
         crate::masks::push_bytes(&mask, first >> 3, last >> 3, &mut self.masks);
