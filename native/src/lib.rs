@@ -210,6 +210,24 @@ fn with_keys<R>(
     Ok(f(&keys))
 }
 
+/// F of the keys of an Arrow string array's buffers (with_keys), run without holding Python's lock.
+fn on_keys<R: Send>(
+    py: Python<'_>,
+    offsets: &PyBuffer<i8>,
+    data: &PyBuffer<i8>,
+    f: impl FnOnce(&order::Keys) -> R + Send,
+) -> PyResult<R> {
+    with_keys(offsets, data, |keys| py.allow_threads(|| f(keys)))
+}
+
+/// A tuple of byte strings, one a buffer: the columns a function gives back to Python.
+fn bytes_tuple<'py, const N: usize>(
+    py: Python<'py>,
+    buffers: [&[u8]; N],
+) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, buffers.map(|buffer| PyBytes::new(py, buffer)))
+}
+
 /// merge_order(offsets, data) -> (order, starts)
 ///
 /// Keys laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA) in key order (order.rs):
@@ -221,9 +239,7 @@ fn merge_order<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (order, starts) = with_keys(&offsets, &data, |keys| {
-        py.allow_threads(|| order::merge_order(keys))
-    })?;
+    let (order, starts) = on_keys(py, &offsets, &data, order::merge_order)?;
     let order = match order {
         Some(rows) => PyBytes::new(py, bytes_of(&rows)).into_any(),
         None => py.None().into_bound(py),
@@ -242,17 +258,8 @@ fn distinct_tokens<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (offsets, bytes, rows) = with_keys(&offsets, &data, |keys| {
-        py.allow_threads(|| order::distinct_tokens(keys))
-    })?;
-    PyTuple::new(
-        py,
-        [
-            PyBytes::new(py, bytes_of(&offsets)),
-            PyBytes::new(py, &bytes),
-            PyBytes::new(py, bytes_of(&rows)),
-        ],
-    )
+    let (offsets, bytes, rows) = on_keys(py, &offsets, &data, order::distinct_tokens)?;
+    bytes_tuple(py, [bytes_of(&offsets), &bytes, bytes_of(&rows)])
 }
 
 /// prefix_stretches(offsets, data) -> (starts, prefixes)
@@ -266,16 +273,8 @@ fn prefix_stretches<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (starts, prefixes) = with_keys(&offsets, &data, |keys| {
-        py.allow_threads(|| order::prefix_stretches(keys))
-    })?;
-    PyTuple::new(
-        py,
-        [
-            PyBytes::new(py, bytes_of(&starts)),
-            PyBytes::new(py, bytes_of(&prefixes)),
-        ],
-    )
+    let (starts, prefixes) = on_keys(py, &offsets, &data, order::prefix_stretches)?;
+    bytes_tuple(py, [bytes_of(&starts), bytes_of(&prefixes)])
 }
 
 /// orders(offsets, data) -> bytes
@@ -288,9 +287,7 @@ fn orders<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let orders = with_keys(&offsets, &data, |keys| {
-        py.allow_threads(|| order::orders(keys))
-    })?;
+    let orders = on_keys(py, &offsets, &data, order::orders)?;
     Ok(PyBytes::new(py, &orders))
 }
 
@@ -307,10 +304,7 @@ fn mask_stats<'py>(
     let (first, last, years) = with_spans(&offsets, &data, |spans| {
         py.allow_threads(|| masks::stats(spans))
     })?;
-    PyTuple::new(
-        py,
-        [first, last, years].map(|column| PyBytes::new(py, bytes_of(&column))),
-    )
+    bytes_tuple(py, [bytes_of(&first), bytes_of(&last), bytes_of(&years)])
 }
 
 /// F of the span masks of a binary column's buffers, once they are checked to be spans of masks.
@@ -363,13 +357,7 @@ fn or_groups<'py>(
     }
     let (mut offsets, mut data) = (vec![0i32], Vec::new());
     py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, &mut offsets, &mut data));
-    PyTuple::new(
-        py,
-        [
-            PyBytes::new(py, bytes_of(&offsets)),
-            PyBytes::new(py, &data),
-        ],
-    )
+    bytes_tuple(py, [bytes_of(&offsets), &data])
 }
 
 /// fold_groups(values, order, starts, how) -> (results, failed)
