@@ -23,7 +23,8 @@ import tempfile
 
 #: (stage, the frames that belong to it: function names as py-spy prints them), deepest match wins.
 STAGES = (
-    ("decompress (isal)", ("GzipFile.read", "igzip_threaded", "IgzipDecompressor")),
+    # isal's reader decompresses in C, into the line buffer: its time is in the frames that call it.
+    ("decompress (isal)", ("LineReader._fill", "verify_readable")),
     ("parse and collapse (native kernel, one pass)", ("collapse_chunk",)),
     ("write Parquet (n-grams, vocabulary)", ("StreamedTables.", "ParquetWriter.")),
     ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_vocabulary", "with_rank",
