@@ -33,8 +33,10 @@ def to_ngram_table(totals: pa.Table, order: int | None = None) -> pa.Table:
     """Rows of schemas.NGRAMS (or NGRAMS_WITH_YEARS) from merged totals, all of ORDER if it is given."""
     keep_years = "year_series" in totals.column_names
     first, last, years = columnar.mask_stats(totals["years"])
-    orders = native.orders(totals["ngram"].combine_chunks()) if order is None else np.full(totals.num_rows, order,
-                                                                                             np.int8)
+    if order is None:
+        orders = native.orders(totals["ngram"].combine_chunks())
+    else:
+        orders = np.full(totals.num_rows, order, np.int8)
     columns = [
         totals["ngram"],
         pa.array(orders),

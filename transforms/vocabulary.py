@@ -145,8 +145,9 @@ def number_part(joined: dict) -> pa.Table:
 
 
 def reserved(tokens: pa.Table, wanted: bool = True) -> pa.Table:
-    mask = pc.is_in(tokens["token"], pa.array(RESERVED_TOKENS))
-    return tokens.filter(mask if wanted else pc.invert(mask))
+    """The reserved tokens among TOKENS (not WANTED: the others)."""
+    found, others = split_reserved(tokens)
+    return found if wanted else others
 
 
 def split_reserved(tokens: pa.Table) -> tuple[pa.Table, pa.Table]:
