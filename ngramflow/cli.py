@@ -4,7 +4,7 @@ Exit codes: 0 success, 1 the run failed (corrupt input, too many rejects,
 pipeline error), 2 a usage mistake (bad option, missing input, occupied output).
 """
 
-import ngramflow.lean_start  # noqa: F401  (first: it sets how NumPy loads)
+from ngramflow import lean_start  # first: it sets how NumPy loads
 
 import argparse
 import atexit
@@ -223,6 +223,7 @@ def run() -> None:
     rows, when the dataset is already written. Exit handlers still run and the standard
     streams are flushed, so nothing that a normal exit would write is lost; an exception from ``main``
     (a bug) still exits the normal way, with its traceback."""
+    lean_start.keep_pandas_out()
     code = main()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
