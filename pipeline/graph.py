@@ -123,8 +123,11 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             density = input_density(files, settings)
             plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
         # Without Create's own reshuffle (a stage of its own): ReadNgramFiles spreads the units over the workers.
+        # Largest first: the units read last, while the workers that finished first wait, are the shortest
+        # (80M rows in 21 files of 18-22 MiB: 0.33 s -> 0.20 s of one worker waiting for the other).
+        packed = pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes)
         units = pipeline | "Input files" >> beam.Create(
-            pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes), reshuffle=False)
+            sorted(packed, key=lambda unit: -sum(size / slices for _, size, _, slices in unit)), reshuffle=False)
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
     results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
