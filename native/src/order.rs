@@ -40,22 +40,63 @@ impl Keys<'_> {
 /// of each group of equal keys). Equal keys keep their rows' order.
 pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
     let n = keys.len();
-    let sorted = (1..n).all(|i| keys.get(i - 1) <= keys.get(i));
-    let order = (!sorted).then(|| stable_order(keys));
-    let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
     let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
     if n > 0 {
         starts.push(0);
     }
-    let mut previous = if n > 0 { keys.get(row(0)) } else { &[] };
-    for at in 1..n {
-        let key = keys.get(row(at));
-        if key != previous {
-            starts.push(at as i64);
-        }
-        previous = key;
+    if (1..n).all(|i| keys.get(i - 1) <= keys.get(i)) {
+        starts.extend(
+            (1..n)
+                .filter(|&i| keys.get(i - 1) != keys.get(i))
+                .map(|i| i as i64),
+        );
+        return (None, starts);
     }
-    (order, starts)
+    let order = stable_order(keys);
+    starts.extend(
+        (1..n)
+            .filter(|&at| order[at - 1].cmp(&order[at], keys) != Ordering::Equal)
+            .map(|at| at as i64),
+    );
+    (
+        Some(order.iter().map(|entry| entry.row as i64).collect()),
+        starts,
+    )
+}
+
+/// A row being put in key order, with its key's head (`head`) and length carried along: most
+/// comparisons of a merge are decided by them, read in sequence, without looking the key's bytes up
+/// by row (a merge of 64 pieces of tokens, 2.1M rows: 115 ns a row when every comparison looked
+/// them up).
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    head: u64,
+    row: u32, // Arrow's 32-bit offsets hold fewer rows than this counts
+    len: u32,
+}
+
+impl Entry {
+    fn of(keys: &Keys, row: usize) -> Entry {
+        let key = keys.get(row);
+        Entry {
+            head: head(key),
+            row: row as u32,
+            len: key.len() as u32,
+        }
+    }
+
+    #[inline(always)]
+    fn cmp(&self, other: &Entry, keys: &Keys) -> Ordering {
+        // Equal heads of a key of 8 bytes or fewer: it is a prefix of the other key (zeros pad a
+        // head), so the shorter key is the smaller; else the bytes after the heads decide.
+        self.head.cmp(&other.head).then_with(|| {
+            if self.len <= 8 || other.len <= 8 {
+                self.len.cmp(&other.len)
+            } else {
+                keys.get(self.row as usize)[8..].cmp(&keys.get(other.row as usize)[8..])
+            }
+        })
+    }
 }
 
 /// The rows in key order, ties in row order: a stable sort. The rows' sorted pieces (natural runs)
@@ -64,19 +105,19 @@ pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
 /// stretches of the merged order (a prefix's n-grams of one order), and a stretch costs a few
 /// comparisons, not one per row. Rows in little order (more than one piece per MANY_PIECES rows) are
 /// left to Rust's driftsort.
-fn stable_order(keys: &Keys) -> Vec<i64> {
+fn stable_order(keys: &Keys) -> Vec<Entry> {
     const MANY_PIECES: usize = 32;
     let n = keys.len();
+    let mut order: Vec<Entry> = (0..n).map(|row| Entry::of(keys, row)).collect();
     let mut bounds: Vec<usize> = std::iter::once(0)
-        .chain((1..n).filter(|&i| keys.get(i - 1) > keys.get(i)))
+        .chain((1..n).filter(|&i| order[i - 1].cmp(&order[i], keys) == Ordering::Greater))
         .chain(std::iter::once(n))
         .collect();
-    let mut order: Vec<i64> = (0..n as i64).collect();
     if bounds.len() - 1 > n / MANY_PIECES {
-        order.sort_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
+        order.sort_by(|a, b| a.cmp(b, keys));
         return order;
     }
-    let mut merged = vec![0i64; n];
+    let mut merged = vec![Entry::default(); n];
     while bounds.len() > 2 {
         // Pieces k and k + 1 (bounds[k]..bounds[k + 1], then up to bounds[k + 2]) become one.
         let (pieces, mut next) = (bounds.len() - 1, vec![0]);
@@ -92,41 +133,46 @@ fn stable_order(keys: &Keys) -> Vec<i64> {
     order
 }
 
-/// Merge two sorted pieces of rows into OUT, rows of A first among equal keys. After GALLOP rows in a
-/// row from one piece, the rest of that piece's stretch is found by an exponential search.
-fn merge_pieces(keys: &Keys, a: &[i64], b: &[i64], out: &mut [i64]) {
+/// Merge two sorted pieces of rows into OUT, rows of A first among equal keys. A row at a time, the
+/// side taken by arithmetic rather than a branch (pieces that interleave finely, such as the distinct
+/// tokens of many chunks, make that branch a coin toss); after GALLOP rows in a row from one piece,
+/// the rest of that piece's stretch is found by an exponential search.
+fn merge_pieces(keys: &Keys, a: &[Entry], b: &[Entry], out: &mut [Entry]) {
     const GALLOP: usize = 8;
-    let key = |row: i64| keys.get(row as usize);
     let (mut i, mut j, mut at) = (0, 0, 0);
     let (mut from_a, mut from_b) = (0, 0);
     while i < a.len() && j < b.len() {
-        let take_a = key(a[i]) <= key(b[j]);
-        let (piece, next, other, streak) = if take_a {
-            (a, &mut i, key(b[j]), &mut from_a)
+        let (x, y) = (a[i], b[j]);
+        let take_a = x.cmp(&y, keys) != Ordering::Greater;
+        out[at] = if take_a { x } else { y };
+        at += 1;
+        i += take_a as usize;
+        j += !take_a as usize;
+        from_a = (from_a + 1) * take_a as usize;
+        from_b = (from_b + 1) * !take_a as usize;
+        if from_a < GALLOP && from_b < GALLOP {
+            continue;
+        }
+        // The stretch of one piece that goes before the other's next row: keys up to it from A, below
+        // it from B.
+        let (piece, next, other) = if take_a {
+            (a, &mut i, b[j])
         } else {
-            (b, &mut j, key(a[i]), &mut from_b)
+            (b, &mut j, a[i])
         };
-        // The stretch of PIECE from NEXT that goes before OTHER: keys up to it from A, below it from B.
-        let before = |row: i64| {
-            if take_a {
-                key(row) <= other
-            } else {
-                key(row) < other
+        if *next < piece.len() {
+            let before = |entry: &Entry| match entry.cmp(&other, keys) {
+                Ordering::Less => true,
+                Ordering::Equal => take_a,
+                Ordering::Greater => false,
+            };
+            if before(&piece[*next]) {
+                let stretch = gallop(&piece[*next..], before);
+                out[at..at + stretch].copy_from_slice(&piece[*next..*next + stretch]);
+                (*next, at) = (*next + stretch, at + stretch);
             }
-        };
-        let mut stretch = 1;
-        *streak += 1;
-        if *streak >= GALLOP {
-            stretch = gallop(&piece[*next..], before);
-            *streak = 0;
         }
-        out[at..at + stretch].copy_from_slice(&piece[*next..*next + stretch]);
-        (*next, at) = (*next + stretch, at + stretch);
-        if take_a {
-            from_b = 0
-        } else {
-            from_a = 0
-        }
+        (from_a, from_b) = (0, 0);
     }
     out[at..at + a.len() - i].copy_from_slice(&a[i..]);
     at += a.len() - i;
@@ -135,14 +181,14 @@ fn merge_pieces(keys: &Keys, a: &[i64], b: &[i64], out: &mut [i64]) {
 
 /// The length of the leading stretch of ROWS (of which the first is in it) whose rows are BEFORE: an
 /// exponential search for a row that is not, then a binary search between the last two probes.
-fn gallop(rows: &[i64], before: impl Fn(i64) -> bool) -> usize {
+fn gallop(rows: &[Entry], before: impl Fn(&Entry) -> bool) -> usize {
     let (mut inside, mut step) = (1, 1); // rows[..inside] are before
-    while inside + step - 1 < rows.len() && before(rows[inside + step - 1]) {
+    while inside + step - 1 < rows.len() && before(&rows[inside + step - 1]) {
         inside += step;
         step *= 2;
     }
     let end = (inside + step - 1).min(rows.len());
-    inside + rows[inside..end].partition_point(|&row| before(row))
+    inside + rows[inside..end].partition_point(before)
 }
 
 /// A fast hash of short byte strings, a word at a time (the multiply-rotate of rustc's FxHasher): the
@@ -526,6 +572,43 @@ mod tests {
                 words.extend(piece);
             }
             check(&words.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn heads_that_tie() {
+        // Keys that share their first 8 bytes, or end within them, or hold zero bytes, which pad a
+        // head: the heads tie and the lengths or the bytes after them decide. Sorted pieces, for
+        // the merge, and pieces of one row, for the sort.
+        let mut next = numbers(5);
+        let vocabulary = [
+            "",
+            "\0",
+            "a",
+            "a\0",
+            "a\0\0",
+            "abcdefgh",
+            "abcdefgh\0",
+            "abcdefghi",
+            "abcdefghij",
+            "abcdefgg",
+            "abcdefgh\0a",
+            "abcdefgha",
+            "\0\0\0\0\0\0\0\0",
+            "\0\0\0\0\0\0\0\0\0",
+        ];
+        for pieces in [2, 3, 5, 9, 40] {
+            let mut words: Vec<&str> = Vec::new();
+            for _ in 0..pieces {
+                let mut piece: Vec<&str> = (0..next() % 30 + 1)
+                    .map(|_| vocabulary[next() % vocabulary.len()])
+                    .collect();
+                piece.sort();
+                words.extend(piece);
+            }
+            check(&words);
+            words.reverse();
+            check(&words);
         }
     }
 
