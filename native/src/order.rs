@@ -40,84 +40,55 @@ impl Keys<'_> {
 /// of each group of equal keys). Equal keys keep their rows' order.
 pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
     let n = keys.len();
+    let bounds = pieces(keys);
+    if bounds.len() - 1 > TOURNAMENT_PIECES && bounds.len() - 1 <= n / MANY_PIECES {
+        return tournament(keys, &bounds);
+    }
+    let sorted = bounds.len() <= 2;
+    let order = (!sorted).then(|| stable_order(keys, bounds));
+    let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
     let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
     if n > 0 {
         starts.push(0);
     }
-    if (1..n).all(|i| keys.get(i - 1) <= keys.get(i)) {
-        starts.extend(
-            (1..n)
-                .filter(|&i| keys.get(i - 1) != keys.get(i))
-                .map(|i| i as i64),
-        );
-        return (None, starts);
-    }
-    let order = stable_order(keys);
-    starts.extend(
-        (1..n)
-            .filter(|&at| order[at - 1].cmp(&order[at], keys) != Ordering::Equal)
-            .map(|at| at as i64),
-    );
-    (
-        Some(order.iter().map(|entry| entry.row as i64).collect()),
-        starts,
-    )
-}
-
-/// A row being put in key order, with its key's head (`head`) and length carried along: most
-/// comparisons of a merge are decided by them, read in sequence, without looking the key's bytes up
-/// by row (a merge of 64 pieces of tokens, 2.1M rows: 115 ns a row when every comparison looked
-/// them up).
-#[derive(Clone, Copy, Default)]
-struct Entry {
-    head: u64,
-    row: u32, // Arrow's 32-bit offsets hold fewer rows than this counts
-    len: u32,
-}
-
-impl Entry {
-    fn of(keys: &Keys, row: usize) -> Entry {
-        let key = keys.get(row);
-        Entry {
-            head: head(key),
-            row: row as u32,
-            len: key.len() as u32,
+    let mut previous = if n > 0 { keys.get(row(0)) } else { &[] };
+    for at in 1..n {
+        let key = keys.get(row(at));
+        if key != previous {
+            starts.push(at as i64);
         }
+        previous = key;
     }
-
-    #[inline(always)]
-    fn cmp(&self, other: &Entry, keys: &Keys) -> Ordering {
-        // Equal heads of a key of 8 bytes or fewer: it is a prefix of the other key (zeros pad a
-        // head), so the shorter key is the smaller; else the bytes after the heads decide.
-        self.head.cmp(&other.head).then_with(|| {
-            if self.len <= 8 || other.len <= 8 {
-                self.len.cmp(&other.len)
-            } else {
-                keys.get(self.row as usize)[8..].cmp(&keys.get(other.row as usize)[8..])
-            }
-        })
-    }
+    (order, starts)
 }
 
-/// The rows in key order, ties in row order: a stable sort. The rows' sorted pieces (natural runs)
-/// are merged pairwise, level by level, each merge galloping through the stretches one piece holds
-/// alone: Google's files are sorted, so a table of runs is a few sorted pieces that each hold long
-/// stretches of the merged order (a prefix's n-grams of one order), and a stretch costs a few
-/// comparisons, not one per row. Rows in little order (more than one piece per MANY_PIECES rows) are
-/// left to Rust's driftsort.
-fn stable_order(keys: &Keys) -> Vec<Entry> {
-    const MANY_PIECES: usize = 32;
+/// Rows in little order (more than one sorted piece per MANY_PIECES rows) are left to Rust's driftsort.
+const MANY_PIECES: usize = 32;
+/// More sorted pieces than this are merged at once (`tournament`), fewer pairwise (`stable_order`).
+const TOURNAMENT_PIECES: usize = 4;
+
+/// Where the rows' sorted pieces (natural runs) begin, and the number of rows last.
+fn pieces(keys: &Keys) -> Vec<usize> {
     let n = keys.len();
-    let mut order: Vec<Entry> = (0..n).map(|row| Entry::of(keys, row)).collect();
-    let mut bounds: Vec<usize> = std::iter::once(0)
-        .chain((1..n).filter(|&i| order[i - 1].cmp(&order[i], keys) == Ordering::Greater))
+    std::iter::once(0)
+        .chain((1..n).filter(|&i| keys.get(i - 1) > keys.get(i)))
         .chain(std::iter::once(n))
-        .collect();
+        .collect()
+}
+
+/// The rows in key order, ties in row order: a stable sort. The rows' sorted pieces (BOUNDS, as
+/// `pieces` gives them) are merged pairwise, level by level, each merge galloping through the
+/// stretches one piece holds alone: Google's files are sorted, so a table of runs is a few sorted
+/// pieces that each hold long stretches of the merged order (a prefix's n-grams of one order), and
+/// a stretch costs a few comparisons, not one per row.
+fn stable_order(keys: &Keys, mut bounds: Vec<usize>) -> Vec<i64> {
+    let n = keys.len();
+    let mut order: Vec<i64> = (0..n as i64).collect();
     if bounds.len() - 1 > n / MANY_PIECES {
-        order.sort_by(|a, b| a.cmp(b, keys));
+        order.sort_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
         return order;
     }
-    let mut merged = vec![Entry::default(); n];
+    let mut merged = vec![0i64; n];
     while bounds.len() > 2 {
         // Pieces k and k + 1 (bounds[k]..bounds[k + 1], then up to bounds[k + 2]) become one.
         let (pieces, mut next) = (bounds.len() - 1, vec![0]);
@@ -133,46 +104,41 @@ fn stable_order(keys: &Keys) -> Vec<Entry> {
     order
 }
 
-/// Merge two sorted pieces of rows into OUT, rows of A first among equal keys. A row at a time, the
-/// side taken by arithmetic rather than a branch (pieces that interleave finely, such as the distinct
-/// tokens of many chunks, make that branch a coin toss); after GALLOP rows in a row from one piece,
-/// the rest of that piece's stretch is found by an exponential search.
-fn merge_pieces(keys: &Keys, a: &[Entry], b: &[Entry], out: &mut [Entry]) {
+/// Merge two sorted pieces of rows into OUT, rows of A first among equal keys. After GALLOP rows in a
+/// row from one piece, the rest of that piece's stretch is found by an exponential search.
+fn merge_pieces(keys: &Keys, a: &[i64], b: &[i64], out: &mut [i64]) {
     const GALLOP: usize = 8;
+    let key = |row: i64| keys.get(row as usize);
     let (mut i, mut j, mut at) = (0, 0, 0);
     let (mut from_a, mut from_b) = (0, 0);
     while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        let take_a = x.cmp(&y, keys) != Ordering::Greater;
-        out[at] = if take_a { x } else { y };
-        at += 1;
-        i += take_a as usize;
-        j += !take_a as usize;
-        from_a = (from_a + 1) * take_a as usize;
-        from_b = (from_b + 1) * !take_a as usize;
-        if from_a < GALLOP && from_b < GALLOP {
-            continue;
-        }
-        // The stretch of one piece that goes before the other's next row: keys up to it from A, below
-        // it from B.
-        let (piece, next, other) = if take_a {
-            (a, &mut i, b[j])
+        let take_a = key(a[i]) <= key(b[j]);
+        let (piece, next, other, streak) = if take_a {
+            (a, &mut i, key(b[j]), &mut from_a)
         } else {
-            (b, &mut j, a[i])
+            (b, &mut j, key(a[i]), &mut from_b)
         };
-        if *next < piece.len() {
-            let before = |entry: &Entry| match entry.cmp(&other, keys) {
-                Ordering::Less => true,
-                Ordering::Equal => take_a,
-                Ordering::Greater => false,
-            };
-            if before(&piece[*next]) {
-                let stretch = gallop(&piece[*next..], before);
-                out[at..at + stretch].copy_from_slice(&piece[*next..*next + stretch]);
-                (*next, at) = (*next + stretch, at + stretch);
+        // The stretch of PIECE from NEXT that goes before OTHER: keys up to it from A, below it from B.
+        let before = |row: i64| {
+            if take_a {
+                key(row) <= other
+            } else {
+                key(row) < other
             }
+        };
+        let mut stretch = 1;
+        *streak += 1;
+        if *streak >= GALLOP {
+            stretch = gallop(&piece[*next..], before);
+            *streak = 0;
         }
-        (from_a, from_b) = (0, 0);
+        out[at..at + stretch].copy_from_slice(&piece[*next..*next + stretch]);
+        (*next, at) = (*next + stretch, at + stretch);
+        if take_a {
+            from_b = 0
+        } else {
+            from_a = 0
+        }
     }
     out[at..at + a.len() - i].copy_from_slice(&a[i..]);
     at += a.len() - i;
@@ -181,14 +147,139 @@ fn merge_pieces(keys: &Keys, a: &[Entry], b: &[Entry], out: &mut [Entry]) {
 
 /// The length of the leading stretch of ROWS (of which the first is in it) whose rows are BEFORE: an
 /// exponential search for a row that is not, then a binary search between the last two probes.
-fn gallop(rows: &[Entry], before: impl Fn(&Entry) -> bool) -> usize {
+fn gallop(rows: &[i64], before: impl Fn(i64) -> bool) -> usize {
     let (mut inside, mut step) = (1, 1); // rows[..inside] are before
-    while inside + step - 1 < rows.len() && before(&rows[inside + step - 1]) {
+    while inside + step - 1 < rows.len() && before(rows[inside + step - 1]) {
         inside += step;
         step *= 2;
     }
     let end = (inside + step - 1).min(rows.len());
-    inside + rows[inside..end].partition_point(before)
+    inside + rows[inside..end].partition_point(|&row| before(row))
+}
+
+/// One sorted piece's place in a `tournament`: its next row and that row's key's head and length, or
+/// none left (`at == end`).
+#[derive(Clone, Copy)]
+struct Cursor {
+    at: usize,
+    end: usize,
+    head: u64,
+    len: usize,
+}
+
+impl Cursor {
+    fn new(keys: &Keys, at: usize, end: usize) -> Cursor {
+        let mut cursor = Cursor {
+            at,
+            end,
+            head: 0,
+            len: 0,
+        };
+        cursor.load(keys);
+        cursor
+    }
+
+    fn load(&mut self, keys: &Keys) {
+        if self.at < self.end {
+            let key = keys.get(self.at);
+            (self.head, self.len) = (head(key), key.len());
+        }
+    }
+
+    /// The order of the two cursors' rows' keys: by the heads, which decide most comparisons without
+    /// reading the keys' bytes; when they tie and a key has 8 bytes or fewer, it is a prefix of the
+    /// other (zeros pad a head) and the shorter is the smaller; else the bytes after the heads decide.
+    #[inline(always)]
+    fn cmp(&self, other: &Cursor, keys: &Keys) -> Ordering {
+        self.head.cmp(&other.head).then_with(|| {
+            if self.len <= 8 || other.len <= 8 {
+                self.len.cmp(&other.len)
+            } else {
+                keys.get(self.at)[8..].cmp(&keys.get(other.at)[8..])
+            }
+        })
+    }
+}
+
+/// merge_order of the rows' sorted pieces (BOUNDS, as `pieces` gives them), more than a few: all at
+/// once, by a tournament (loser) tree whose comparisons read each piece's current head, where merging
+/// them pairwise took a pass over every row per level and looked each key's bytes up by row (the
+/// distinct tokens of 64 chunks, 2.1M rows: 115 ns a row pairwise). Equal keys come in piece order,
+/// which is row order; each row is compared with the one before as it is taken, for the group starts.
+fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
+    let k = bounds.len() - 1;
+    let mut cursors: Vec<Cursor> = bounds
+        .windows(2)
+        .map(|w| Cursor::new(keys, w[0], w[1]))
+        .collect();
+    // Whether piece P's next row goes before piece Q's: a piece with none left goes last.
+    let before = |cursors: &[Cursor], p: usize, q: usize| {
+        let (a, b) = (&cursors[p], &cursors[q]);
+        if a.at == a.end || b.at == b.end {
+            return b.at == b.end && (a.at < a.end || p < q);
+        }
+        match a.cmp(b, keys) {
+            Ordering::Less => true,
+            Ordering::Equal => p < q,
+            Ordering::Greater => false,
+        }
+    };
+    // Nodes 1..k of a complete binary tree whose leaves k..2k are the pieces: each holds the piece that
+    // lost the match there; the winner of all is kept in losers[0].
+    let mut losers = vec![0usize; k];
+    fn play(
+        node: usize,
+        k: usize,
+        losers: &mut [usize],
+        wins: &dyn Fn(usize, usize) -> bool,
+    ) -> usize {
+        if node >= k {
+            return node - k;
+        }
+        let (left, right) = (
+            play(2 * node, k, losers, wins),
+            play(2 * node + 1, k, losers, wins),
+        );
+        let (winner, loser) = if wins(left, right) {
+            (left, right)
+        } else {
+            (right, left)
+        };
+        losers[node] = loser;
+        winner
+    }
+    losers[0] = play(1, k, &mut losers, &|p, q| before(&cursors, p, q));
+    let n = bounds[k];
+    let mut order = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n / 2 + 1);
+    let mut last: Option<Cursor> = None; // the row taken before, for the group starts
+    loop {
+        let mut winner = losers[0];
+        let cursor = &mut cursors[winner];
+        if cursor.at == cursor.end {
+            break;
+        }
+        let taken = *cursor;
+        if last
+            .as_ref()
+            .is_none_or(|last| last.cmp(&taken, keys) != Ordering::Equal)
+        {
+            starts.push(order.len() as i64);
+        }
+        order.push(taken.at as i64);
+        last = Some(taken);
+        cursor.at += 1;
+        cursor.load(keys);
+        let mut node = (winner + k) / 2;
+        while node >= 1 {
+            if before(&cursors, losers[node], winner) {
+                std::mem::swap(&mut losers[node], &mut winner);
+            }
+            node /= 2;
+        }
+        losers[0] = winner;
+    }
+    (Some(order), starts)
 }
 
 /// A fast hash of short byte strings, a word at a time (the multiply-rotate of rustc's FxHasher): the
@@ -578,8 +669,9 @@ mod tests {
     #[test]
     fn heads_that_tie() {
         // Keys that share their first 8 bytes, or end within them, or hold zero bytes, which pad a
-        // head: the heads tie and the lengths or the bytes after them decide. Sorted pieces, for
-        // the merge, and pieces of one row, for the sort.
+        // head: the heads tie and the lengths or the bytes after them decide. Sorted pieces of 32
+        // to 91 rows, few (merged pairwise) and more (by a tournament), then the same keys reversed
+        // (sorted).
         let mut next = numbers(5);
         let vocabulary = [
             "",
@@ -600,7 +692,7 @@ mod tests {
         for pieces in [2, 3, 5, 9, 40] {
             let mut words: Vec<&str> = Vec::new();
             for _ in 0..pieces {
-                let mut piece: Vec<&str> = (0..next() % 30 + 1)
+                let mut piece: Vec<&str> = (0..next() % 60 + 32)
                     .map(|_| vocabulary[next() % vocabulary.len()])
                     .collect();
                 piece.sort();
