@@ -75,6 +75,53 @@ pub fn ngram(field: &[u8]) -> Option<&[u8]> {
     Some(field)
 }
 
+/// The length of the n-gram that starts `text`, found with 32-byte vector compares when it is short
+/// and plain: ASCII bytes ended by a tab within the first 32, tokens joined by single spaces, fewer
+/// than MAX_ORDER spaces. Anything else (None) is left to the byte loop and `ngram`, which accept no
+/// more than this does for such keys. (A byte loop over each new n-gram took a sixth of the time of
+/// a line of sorted 2-grams.)
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn plain_key(text: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    if text.len() < 32 {
+        return None;
+    }
+    // SAFETY: SSE2 is part of every x86-64 processor; the loads read text[..32], which exists.
+    let (tabs, stops, spaces) = unsafe {
+        let halves = [0, 16].map(|at| _mm_loadu_si128(text.as_ptr().add(at) as *const __m128i));
+        let mask = |byte: u8| {
+            halves.iter().enumerate().fold(0u32, |mask, (half, v)| {
+                let hits = _mm_movemask_epi8(_mm_cmpeq_epi8(*v, _mm_set1_epi8(byte as i8))) as u32;
+                mask | hits << (16 * half)
+            })
+        };
+        let high = halves.iter().enumerate().fold(0u32, |mask, (half, v)| {
+            mask | (_mm_movemask_epi8(*v) as u32) << (16 * half)
+        });
+        (mask(b'\t'), mask(b'\n') | high, mask(b' '))
+    };
+    let len = tabs.trailing_zeros(); // 32: no tab
+    if len == 0 || len == 32 {
+        return None;
+    }
+    let inside = (1u32 << len) - 1;
+    let spaces = spaces & inside;
+    let plain = stops & inside == 0
+        && spaces & (1 | 1 << (len - 1)) == 0
+        && spaces & (spaces >> 1) == 0
+        && (spaces.count_ones() as usize) < MAX_ORDER;
+    plain.then_some(len as usize)
+}
+
+/// Elsewhere every n-gram takes the byte loop.
+#[cfg(not(target_arch = "x86_64"))]
+fn plain_key(_text: &[u8]) -> Option<usize> {
+    None
+}
+
 /// Reads the fields of one line from the start of a chunk's unread text, digits where they are,
 /// each number ended by the byte that must follow it: one pass, no line or field split first.
 struct Cursor<'a> {
@@ -130,13 +177,16 @@ pub fn line<'a>(
         {
             previous
         }
-        _ => {
-            let end = text.iter().position(|&b| b == b'\t' || b == b'\n')?;
-            if text[end] != b'\t' {
-                return None;
+        _ => match plain_key(text) {
+            Some(end) => &text[..end],
+            None => {
+                let end = text.iter().position(|&b| b == b'\t' || b == b'\n')?;
+                if text[end] != b'\t' {
+                    return None;
+                }
+                ngram(&text[..end])?
             }
-            ngram(&text[..end])?
-        }
+        },
     };
     let mut cursor = Cursor {
         text,
@@ -198,6 +248,43 @@ mod tests {
         for odd in [&b"a b c d e f"[..], b" a", b"a ", b"a  b", b"", b"\xff"] {
             assert!(ngram(odd).is_none());
         }
+    }
+
+    #[test]
+    fn plain_keys_are_what_the_byte_loop_accepts() {
+        // Lines of random bytes, mostly letters, with spaces, tabs, newlines and high bytes here
+        // and there: whatever plain_key vouches for, the byte loop and `ngram` read the same way.
+        let mut state = 17u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let (mut vouched, mut lines) = (0, 0);
+        while lines < 20_000 {
+            let len = next() % 48 + 32;
+            let text: Vec<u8> = (0..len)
+                .map(|_| match next() % 40 {
+                    0..=5 => b' ',
+                    6 => b'\t',
+                    7 => b'\n',
+                    8 => 0xC3,
+                    9 => b'\r',
+                    n => b'a' + (n % 26) as u8,
+                })
+                .collect();
+            lines += 1;
+            let Some(end) = plain_key(&text) else {
+                continue;
+            };
+            vouched += 1;
+            let stop = text.iter().position(|&b| b == b'\t' || b == b'\n');
+            assert_eq!(stop, Some(end), "{text:?}");
+            assert_eq!(ngram(&text[..end]), Some(&text[..end]), "{text:?}");
+        }
+        assert!(vouched > 1000, "{vouched} of {lines} vouched for");
+        assert_eq!(plain_key(b"the cat\t1990\t5\t3\nthe cat\t1991\t12\t7\n"), Some(7));
     }
 
     #[test]
