@@ -147,6 +147,24 @@ def rows_below(keys, key, through: bool = False) -> int:
     return search(range(len(keys)), key, key=lambda i: keys[i].as_py())
 
 
+def rows_before(run: RunFile, key) -> int:
+    """The rows of RUN whose keys are below KEY (None: none are): counted from its batches' records, and
+    the one batch that may hold KEY read."""
+    if key is None:
+        return 0
+    below = 0
+    for index, (first, last, rows) in enumerate(run.batches):
+        if last < key:
+            below += rows
+            continue
+        if first < key:
+            fs, inner = file_system(run.path)
+            with fs.open_input_file(inner) as fh:
+                below += rows_below(pa.ipc.open_file(fh).get_batch(index).column(0), key)
+        break
+    return below
+
+
 class _Cursor:
     """The rows of one run file with keys in [lo, hi), one record batch at a time; ``batch`` is the
     unread rest of the current one (None once the range is read)."""

@@ -11,20 +11,27 @@ budget however many tokens there are (the embedded runner's way; its stages hold
                                              bytes; tokens without a kept unigram last),
                                              spilled as sorted run files of that key (which
                                              holds the token's bytes) and the counts
-                    -> numbered part files   one worker: a k-way merge of every range's runs
-                                             in id order, ids consecutive,
-                                             sizing.PART_TOKENS tokens per file
+                    -> id ranges             consecutive ranges of the id order, about
+                                             sizing.PART_TOKENS tokens each, cut as
+                                             spill.plan_ranges cuts n-grams; each range's
+                                             first id is the count of ranked rows below it
+                                             (runfiles.rows_before)
+                    -> numbered part files   per id range, in parallel: a k-way merge of
+                                             every token range's runs in id order, written
+                                             as one part file, ids consecutive
 
 The reserved tokens are taken out on the way and get their fixed ids
 (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
 """
+
+from typing import NamedTuple
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
-from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged
+from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged, rows_before
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
@@ -47,41 +54,75 @@ def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table
     return pa.concat_tables(seen_reserved), runs + ranked.flush()
 
 
-def number_vocabulary(ranked: list[tuple[pa.Table, list[RunFile]]], folder: str, budget: int, root: str) -> int:
-    """Write the vocabulary's part files under ROOT from every token range's rank_token_range; returns the
-    corpus tokens."""
+def write_reserved(ranked: list[tuple[pa.Table, list[RunFile]]], root: str) -> None:
+    """The vocabulary's part file of the reserved ids, from every token range's rank_token_range."""
     seen_reserved = [TOKENS.empty_table(), *(table for table, _ in ranked)]
-    runs = [run for _, range_runs in ranked for run in range_runs]
-    next_id, per_part = len(RESERVED_TOKENS), part_tokens()
     with StreamedTables(root, VOCABULARY) as files:
         files.write("part-reserved", reserved_rows(pa.concat_tables(seen_reserved)))
-        for table in merged(folder, "ranked-pass", runs, sort_by_rank, budget, compression=TOKEN_SPILL_COMPRESSION):
-            while table.num_rows:
-                part = (next_id - len(RESERVED_TOKENS)) // per_part
-                rows = min(table.num_rows, (part + 1) * per_part + len(RESERVED_TOKENS) - next_id)
-                piece = table.slice(0, rows)
-                ids = pa.array(np.arange(next_id, next_id + rows, dtype=np.int64))
-                files.write(f"part-{part:05d}", pa.table(
-                    [ids, token_of_rank(piece), piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
-                next_id, table = next_id + rows, table.slice(rows)
-    return next_id - len(RESERVED_TOKENS)
+
+
+class IdRange(NamedTuple):
+    """One range [lo, hi) of the id order (rank keys; None: unbounded), numbered from FIRST_ID into part
+    file PART, and the ranked run files that overlap it."""
+
+    part: int
+    first_id: int
+    lo: bytes | None
+    hi: bytes | None
+    runs: list[RunFile]
+
+
+def plan_id_ranges(ranked: list[tuple[pa.Table, list[RunFile]]], per_part: int, workers: int) -> list[IdRange]:
+    """Every token range's rank_token_range -> consecutive ranges of the id order of about PER_PART tokens (a
+    multiple of WORKERS of them), each numbered from the count of the tokens below it."""
+    runs = [run for _, range_runs in ranked for run in range_runs]
+    return [IdRange(planned.index, len(RESERVED_TOKENS) + sum(rows_before(run, planned.lo) for run in runs),
+                    planned.lo, planned.hi, planned.runs)
+            for planned in plan_ranges(runs, per_part, workers)]
+
+
+def number_id_range(planned: IdRange, folder: str, budget: int, root: str) -> int:
+    """One id range -> its part file, ids consecutive from its first; returns its tokens."""
+    next_id = planned.first_id
+    with StreamedTables(root, VOCABULARY) as files:
+        for table in merged(folder, "ranked-pass", planned.runs, sort_by_rank, budget, planned.lo, planned.hi,
+                            TOKEN_SPILL_COMPRESSION):
+            ids = pa.array(np.arange(next_id, next_id + table.num_rows, dtype=np.int64))
+            files.write(f"part-{planned.part:05d}", pa.table(
+                [ids, token_of_rank(table), table["match_count"], table["volume_count"]], schema=VOCABULARY))
+            next_id += table.num_rows
+    return next_id - planned.first_id
+
+
+def number_vocabulary(ranked: list[tuple[pa.Table, list[RunFile]]], folder: str, budget: int, root: str) -> int:
+    """The vocabulary's part files under ROOT from every token range's rank_token_range, numbered one id
+    range after the other; returns the corpus tokens (NumberVocabularyOnDisk numbers the ranges in
+    parallel)."""
+    write_reserved(ranked, root)
+    return sum(number_id_range(planned, folder, budget, root) for planned in plan_id_ranges(ranked, part_tokens(), 1))
 
 
 class NumberVocabularyOnDisk(beam.PTransform):
     """[token RunFiles] (one list) -> the vocabulary's part files under ``root``; outputs the number of
-    corpus tokens. The token ranges are put in id order by up to ``workers`` at once."""
+    tokens of each id range. The token ranges are put in id order, and the id ranges numbered, by up to
+    ``workers`` at once."""
 
     def __init__(self, folder: str, budget: int, root: str, range_rows: int, workers: int):
         super().__init__()
         self.folder, self.budget, self.root, self.range_rows, self.workers = folder, budget, root, range_rows, workers
 
     def expand(self, token_runs):
-        range_rows, workers = self.range_rows, self.workers
-        ranked = (
+        range_rows, workers, root = self.range_rows, self.workers, self.root
+        ranked = gathered_to_one(
             token_runs
             | "Plan token ranges" >> beam.FlatMap(lambda runs: plan_ranges(runs, range_rows, workers))
             | "Spread the token ranges over workers" >> beam.Reshuffle()
-            | "Put each token range in id order" >> beam.Map(rank_token_range, self.folder, self.budget)
+            | "Put each token range in id order" >> beam.Map(rank_token_range, self.folder, self.budget),
+            "ranked token runs")
+        ranked | "Write the reserved ids" >> beam.Map(write_reserved, root)
+        return (
+            ranked
+            | "Plan id ranges" >> beam.FlatMap(lambda ranked: plan_id_ranges(ranked, part_tokens(), workers))
+            | "Spread the id ranges over workers" >> beam.Reshuffle()
+            | "Number each id range" >> beam.Map(number_id_range, self.folder, self.budget, root)
         )
-        return gathered_to_one(ranked, "ranked token runs") | "Number tokens in id order" >> beam.Map(
-            number_vocabulary, self.folder, self.budget, self.root)
