@@ -111,7 +111,13 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
     corpus = vocabulary_sort.number_vocabulary(ranked, str(tmp_path), budget, str(tmp_path / "vocabulary"))
     written = [tuple(row.values()) for row in pq.read_table(tmp_path / "vocabulary").to_pylist()]
     assert corpus == len(written) - len(RESERVED_TOKENS) > 2000
-    assert len(os.listdir(tmp_path / "vocabulary")) == 1 + -(-corpus // 700), "parts of PART_TOKENS tokens"
+    numbered = sorted(name for name in os.listdir(tmp_path / "vocabulary") if name != "part-reserved.parquet")
+    assert len(numbered) >= -(-corpus // 700)
+    next_id = len(RESERVED_TOKENS)
+    for name in numbered:  # at most PART_TOKENS tokens a file, named by its first id, ids consecutive
+        ids = pq.read_table(tmp_path / "vocabulary" / name)["id"].to_pylist()
+        assert name == f"part-{next_id:012d}.parquet" and ids == list(range(next_id, next_id + len(ids))) and len(ids) <= 700
+        next_id += len(ids)
     with TestPipeline() as p:
         rows = (p | beam.Create([(0, ngrams.slice(0, 4000)), (1, ngrams.slice(4000))])
                 | vocabulary.BuildVocabulary(shards=3)

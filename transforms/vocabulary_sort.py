@@ -17,8 +17,9 @@ budget however many tokens there are (the embedded runner's way; its stages hold
                                              first id is the count of ranked rows below it
                                              (runfiles.rows_before)
                     -> numbered part files   per id range, in parallel: a k-way merge of
-                                             every token range's runs in id order, written
-                                             as one part file, ids consecutive
+                                             every token range's runs in id order, ids
+                                             consecutive, in files of at most PART_TOKENS
+                                             tokens named by their first id
 
 The reserved tokens are taken out on the way and get their fixed ids
 (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
@@ -81,16 +82,22 @@ def plan_id_ranges(ranked: list[tuple[pa.Table, list[RunFile]]], per_part: int, 
             for planned in plan_ranges(runs, per_part, workers)]
 
 
-def number_id_range(planned: IdRange, folder: str, budget: int, root: str) -> int:
-    """One id range -> its part file, ids consecutive from its first; returns its tokens."""
+def number_id_range(planned: IdRange, folder: str, budget: int, root: str, per_part: int) -> int:
+    """One id range -> its part files of at most PER_PART tokens each, ids consecutive from the range's
+    first, each file named by its first id (ranges are cut between run files' batches, not at multiples of
+    PER_PART); returns its tokens."""
     next_id = planned.first_id
     with StreamedTables(root, VOCABULARY) as files:
         for table in merged(folder, "ranked-pass", planned.runs, sort_by_rank, budget, planned.lo, planned.hi,
                             TOKEN_SPILL_COMPRESSION):
-            ids = pa.array(np.arange(next_id, next_id + table.num_rows, dtype=np.int64))
-            files.write(f"part-{planned.part:05d}", pa.table(
-                [ids, token_of_rank(table), table["match_count"], table["volume_count"]], schema=VOCABULARY))
-            next_id += table.num_rows
+            while table.num_rows:
+                in_part = (next_id - planned.first_id) % per_part
+                rows = min(table.num_rows, per_part - in_part)
+                piece = table.slice(0, rows)
+                ids = pa.array(np.arange(next_id, next_id + rows, dtype=np.int64))
+                files.write(f"part-{next_id - in_part:012d}", pa.table(
+                    [ids, token_of_rank(piece), piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
+                next_id, table = next_id + rows, table.slice(rows)
     return next_id - planned.first_id
 
 
@@ -99,7 +106,9 @@ def number_vocabulary(ranked: list[tuple[pa.Table, list[RunFile]]], folder: str,
     range after the other; returns the corpus tokens (NumberVocabularyOnDisk numbers the ranges in
     parallel)."""
     write_reserved(ranked, root)
-    return sum(number_id_range(planned, folder, budget, root) for planned in plan_id_ranges(ranked, part_tokens(), 1))
+    per_part = part_tokens()
+    return sum(number_id_range(planned, folder, budget, root, per_part)
+               for planned in plan_id_ranges(ranked, per_part, 1))
 
 
 class NumberVocabularyOnDisk(beam.PTransform):
@@ -112,17 +121,18 @@ class NumberVocabularyOnDisk(beam.PTransform):
         self.folder, self.budget, self.root, self.range_rows, self.workers = folder, budget, root, range_rows, workers
 
     def expand(self, token_runs):
-        range_rows, workers, root = self.range_rows, self.workers, self.root
+        range_rows, workers, folder, budget, root = self.range_rows, self.workers, self.folder, self.budget, self.root
         ranked = gathered_to_one(
             token_runs
             | "Plan token ranges" >> beam.FlatMap(lambda runs: plan_ranges(runs, range_rows, workers))
             | "Spread the token ranges over workers" >> beam.Reshuffle()
-            | "Put each token range in id order" >> beam.Map(rank_token_range, self.folder, self.budget),
+            | "Put each token range in id order" >> beam.Map(rank_token_range, folder, budget),
             "ranked token runs")
         ranked | "Write the reserved ids" >> beam.Map(write_reserved, root)
         return (
             ranked
             | "Plan id ranges" >> beam.FlatMap(lambda ranked: plan_id_ranges(ranked, part_tokens(), workers))
             | "Spread the id ranges over workers" >> beam.Reshuffle()
-            | "Number each id range" >> beam.Map(number_id_range, self.folder, self.budget, root)
+            | "Number each id range" >> beam.Map(
+                lambda planned: number_id_range(planned, folder, budget, root, part_tokens()))
         )
