@@ -45,7 +45,10 @@ class ImportResult:
 
 
 def direct_runner_args(opts: ImportOptions) -> list[str]:
-    args = ["--runner=DirectRunner", f"--direct_num_workers={opts.workers}"]
+    # cloudpickle, not dill: Beam pickles every DoFn several times while it builds and starts the graph (565
+    # times an import), and dill's pure-Python pickler made that a third of the start: the bundled sample's
+    # import took 1.3-1.8 s of CPU with dill, 1.1-1.4 s with cloudpickle.
+    args = ["--runner=DirectRunner", f"--direct_num_workers={opts.workers}", "--pickle_library=cloudpickle"]
     if opts.workers > 1:
         # Threads of this process, not a process each: the per-chunk work runs in native code (the kernel,
         # isal, Arrow, Parquet) that releases the GIL, and a process costs its own Beam (~150 MiB) and
