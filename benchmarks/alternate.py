@@ -40,8 +40,10 @@ def main(argv=None) -> int:
                 for tree in args.trees:
                     python = os.path.join(tree, ".venv", "bin", "python")
                     out = os.path.join(scratch, "out")
-                    m = run([python, "-m", "ngramflow.cli", "import", corpus, "--output", out, "--overwrite",
-                             "--quiet"])
+                    # In the tree: `python -m` puts the working folder first on the import path, so from
+                    # another checkout its ngramflow/ package would be the one imported.
+                    m = run([python, "-m", "ngramflow.cli", "import", os.path.abspath(corpus), "--output", out,
+                             "--overwrite", "--quiet"], cwd=tree)
                     if m.returncode:
                         raise SystemExit(f"{tree} failed on {corpus}:\n{m.output[-2000:]}")
                     walls.setdefault(tree, []).append(m.wall_seconds)

@@ -56,13 +56,13 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(command: list[str], env: dict | None = None, interval: float = 0.05) -> Measurement:
-    """Run COMMAND and measure it (one command at a time per process: CPU time is this process's
-    children's, before and after)."""
+def run(command: list[str], env: dict | None = None, interval: float = 0.05, cwd: str | None = None) -> Measurement:
+    """Run COMMAND (in folder CWD) and measure it (one command at a time per process: CPU time is this
+    process's children's, before and after)."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, **(env or {})}, cwd=cwd)
     peak = 0
     done = threading.Event()
 
