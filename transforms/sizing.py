@@ -160,7 +160,7 @@ TOKEN_SPILL_COMPRESSION = None
 
 # The vocabulary.
 
-#: Tokens numbered together in one worker, and written to one file.
+#: Tokens of a vocabulary part file, at most (the external sort's; the sample sort's parts hold about as many).
 PART_TOKENS = 1 << 20
 #: The environment variable that sets other tokens per part (tests force many parts with few tokens).
 PART_TOKENS_VARIABLE = "NGRAMFLOW_PART_TOKENS"

@@ -63,10 +63,9 @@ def write_reserved(ranked: list[tuple[pa.Table, list[RunFile]]], root: str) -> N
 
 
 class IdRange(NamedTuple):
-    """One range [lo, hi) of the id order (rank keys; None: unbounded), numbered from FIRST_ID into part
-    file PART, and the ranked run files that overlap it."""
+    """One range [lo, hi) of the id order (rank keys; None: unbounded), numbered from FIRST_ID, and the ranked
+    run files that overlap it."""
 
-    part: int
     first_id: int
     lo: bytes | None
     hi: bytes | None
@@ -77,8 +76,8 @@ def plan_id_ranges(ranked: list[tuple[pa.Table, list[RunFile]]], per_part: int, 
     """Every token range's rank_token_range -> consecutive ranges of the id order of about PER_PART tokens (a
     multiple of WORKERS of them), each numbered from the count of the tokens below it."""
     runs = [run for _, range_runs in ranked for run in range_runs]
-    return [IdRange(planned.index, len(RESERVED_TOKENS) + sum(rows_before(run, planned.lo) for run in runs),
-                    planned.lo, planned.hi, planned.runs)
+    return [IdRange(len(RESERVED_TOKENS) + sum(rows_before(run, planned.lo) for run in runs), planned.lo,
+                    planned.hi, planned.runs)
             for planned in plan_ranges(runs, per_part, workers)]
 
 
