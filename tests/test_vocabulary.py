@@ -21,6 +21,11 @@ EXPECTED = [
 ]
 
 
+def test_sorted_unigrams_are_their_own_tokens():
+    unigrams = _ngrams(("_START_", 4), ("a", 3), ("b", 7), ("zz", 1), ("é", 2))
+    assert vocabulary.distinct_tokens(unigrams, unigrams=True).equals(vocabulary.distinct_tokens(unigrams))
+
+
 def test_ids_follow_count_then_bytes_and_reserve_the_specials():
     shards = [(0, _ngrams(("b", 10), ("zz", 99), ("a zz", 5))),
               (1, _ngrams(("a", 10), ("é", 10), ("_START_ a", 3), ("orphan b", 7)))]

@@ -39,9 +39,12 @@ from ngramflow.transforms.sizing import part_tokens, range_bytes, range_sample_e
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 
 
-def distinct_tokens(ngrams: pa.Table) -> pa.Table:
+def distinct_tokens(ngrams: pa.Table, unigrams: bool = False) -> pa.Table:
     """The distinct tokens of n-gram rows (one per n-gram), sorted by token, with counts from their unigram
-    rows where present."""
+    rows where present. UNIGRAMS: the rows are distinct unigrams in byte order (a sorted file's 1-grams),
+    which are their own tokens: no pass over them (2.3M unigrams: 0.1-0.16 s of CPU)."""
+    if unigrams:
+        return pa.table([ngrams["ngram"], ngrams["match_count"], ngrams["volume_count"]], schema=TOKENS)
     tokens, rows = native.distinct_tokens(ngrams["ngram"].combine_chunks())
     row = pa.array(rows, mask=rows < 0)  # each token's unigram row, or null
     return pa.table([tokens, ngrams["match_count"].take(row), ngrams["volume_count"].take(row)], schema=TOKENS)
