@@ -69,6 +69,18 @@ def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_u
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
 
 
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "uri"])
+def test_rows_before_a_key_are_counted_from_the_batches(tmp_path, as_uri):
+    """A local run file is mapped, one behind a URI read through its file system: the same counts."""
+    runs = merge_runs(random_runs(5_000, 2))
+    folder = tmp_path.as_uri() if as_uri else str(tmp_path)
+    run = runfiles.write_run_file(folder, "runs", [runs], 64 << 10)
+    assert len(run.batches) > 3
+    keys = runs["ngram"].to_pylist()
+    for key in [None, "", "w", keys[0], keys[len(keys) // 3], keys[-1], "w999 t9", "x", *keys[1::997]]:
+        assert runfiles.rows_before(run, key) == (0 if key is None else sum(k < key for k in keys)), key
+
+
 @pytest.mark.parametrize("range_rows, workers", [(300, 1), (3000, 1), (10 ** 9, 1), (3000, 3)])
 def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows, workers):
     runs, budget = random_runs(12_000, 2), 16 << 10

@@ -148,8 +148,9 @@ def rows_below(keys, key, through: bool = False) -> int:
 
 
 def rows_before(run: RunFile, key) -> int:
-    """The rows of RUN whose keys are below KEY (None: none are): counted from its batches' records, and
-    the one batch that may hold KEY read."""
+    """The rows of RUN whose keys are below KEY (None: none are): counted from its batches' records, and by
+    a binary search of the one batch that may hold KEY. A local file is mapped, not read: the search touches
+    a few pages of the batch (a plan of many ranges over many run files reads each file once per range)."""
     if key is None:
         return 0
     below = 0
@@ -159,7 +160,8 @@ def rows_before(run: RunFile, key) -> int:
             continue
         if first < key:
             fs, inner = file_system(run.path)
-            with fs.open_input_file(inner) as fh:
+            local = isinstance(fs, pyarrow.fs.LocalFileSystem)
+            with pa.memory_map(inner) if local else fs.open_input_file(inner) as fh:
                 below += rows_below(pa.ipc.open_file(fh).get_batch(index).column(0), key)
         break
     return below
