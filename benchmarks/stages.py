@@ -27,7 +27,7 @@ STAGES = (
     ("decompress (isal)", ("LineReader._fill", "verify_readable")),
     ("parse and collapse (native kernel, one pass)", ("collapse_chunk",)),
     ("write Parquet (n-grams, vocabulary)", ("StreamedTables.", "ParquetWriter.")),
-    ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_vocabulary", "with_rank",
+    ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_id_range", "with_rank",
                                   "sort_by_rank")),
     ("spill sorted run files", ("SpillRuns.", "RunSpiller.", "write_run_file")),
     ("merge n-gram ranges", ("MergeRange.", "merged", "_merge_files", "to_ngram_table")),

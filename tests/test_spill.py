@@ -120,7 +120,10 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
     ranges = spill.plan_ranges(runs, 1500, workers=2)
     assert len(ranges) > 1, "several token ranges"
     ranked = [vocabulary_sort.rank_token_range(planned, str(tmp_path), budget) for planned in ranges]
-    corpus = vocabulary_sort.number_vocabulary(ranked, str(tmp_path), budget, str(tmp_path / "vocabulary"))
+    root = str(tmp_path / "vocabulary")
+    vocabulary_sort.write_reserved(ranked, root)
+    corpus = sum(vocabulary_sort.number_id_range(planned, str(tmp_path), budget, root, 700)
+                 for planned in vocabulary_sort.plan_id_ranges(ranked, 700, workers=1))
     written = [tuple(row.values()) for row in pq.read_table(tmp_path / "vocabulary").to_pylist()]
     assert corpus == len(written) - len(RESERVED_TOKENS) > 2000
     numbered = sorted(name for name in os.listdir(tmp_path / "vocabulary") if name != "part-reserved.parquet")

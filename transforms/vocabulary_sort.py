@@ -63,31 +63,28 @@ def write_reserved(ranked: list[tuple[pa.Table, list[RunFile]]], root: str) -> N
 
 
 class IdRange(NamedTuple):
-    """One range [lo, hi) of the id order (rank keys; None: unbounded), numbered from FIRST_ID, and the ranked
-    run files that overlap it."""
+    """One range of the id order (a spill.Range of rank keys over the ranked run files), numbered from
+    FIRST_ID."""
 
     first_id: int
-    lo: bytes | None
-    hi: bytes | None
-    runs: list[RunFile]
+    ranks: Range
 
 
 def plan_id_ranges(ranked: list[tuple[pa.Table, list[RunFile]]], per_part: int, workers: int) -> list[IdRange]:
     """Every token range's rank_token_range -> consecutive ranges of the id order of about PER_PART tokens (a
     multiple of WORKERS of them), each numbered from the count of the tokens below it."""
     runs = [run for _, range_runs in ranked for run in range_runs]
-    return [IdRange(len(RESERVED_TOKENS) + sum(rows_before(run, planned.lo) for run in runs), planned.lo,
-                    planned.hi, planned.runs)
-            for planned in plan_ranges(runs, per_part, workers)]
+    return [IdRange(len(RESERVED_TOKENS) + sum(rows_before(run, ranks.lo) for run in runs), ranks)
+            for ranks in plan_ranges(runs, per_part, workers)]
 
 
 def number_id_range(planned: IdRange, folder: str, budget: int, root: str, per_part: int) -> int:
     """One id range -> its part files of at most PER_PART tokens each, ids consecutive from the range's
     first, each file named by its first id (ranges are cut between run files' batches, not at multiples of
     PER_PART); returns its tokens."""
-    next_id = planned.first_id
+    next_id, ranks = planned
     with StreamedTables(root, VOCABULARY) as files:
-        for table in merged(folder, "ranked-pass", planned.runs, sort_by_rank, budget, planned.lo, planned.hi,
+        for table in merged(folder, "ranked-pass", ranks.runs, sort_by_rank, budget, ranks.lo, ranks.hi,
                             TOKEN_SPILL_COMPRESSION):
             while table.num_rows:
                 in_part = (next_id - planned.first_id) % per_part
@@ -98,16 +95,6 @@ def number_id_range(planned: IdRange, folder: str, budget: int, root: str, per_p
                     [ids, token_of_rank(piece), piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
                 next_id, table = next_id + rows, table.slice(rows)
     return next_id - planned.first_id
-
-
-def number_vocabulary(ranked: list[tuple[pa.Table, list[RunFile]]], folder: str, budget: int, root: str) -> int:
-    """The vocabulary's part files under ROOT from every token range's rank_token_range, numbered one id
-    range after the other; returns the corpus tokens (NumberVocabularyOnDisk numbers the ranges in
-    parallel)."""
-    write_reserved(ranked, root)
-    per_part = part_tokens()
-    return sum(number_id_range(planned, folder, budget, root, per_part)
-               for planned in plan_id_ranges(ranked, per_part, 1))
 
 
 class NumberVocabularyOnDisk(beam.PTransform):

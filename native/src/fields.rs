@@ -92,16 +92,13 @@ fn plain_key(text: &[u8]) -> Option<usize> {
     // SAFETY: SSE2 is part of every x86-64 processor; the loads read text[..32], which exists.
     let (tabs, stops, spaces) = unsafe {
         let halves = [0, 16].map(|at| _mm_loadu_si128(text.as_ptr().add(at) as *const __m128i));
-        let mask = |byte: u8| {
-            halves.iter().enumerate().fold(0u32, |mask, (half, v)| {
-                let hits = _mm_movemask_epi8(_mm_cmpeq_epi8(*v, _mm_set1_epi8(byte as i8))) as u32;
-                mask | hits << (16 * half)
-            })
+        // The high bit of each byte of the 32 that BYTES gives, as a bit each.
+        let bits = |bytes: &dyn Fn(__m128i) -> __m128i| {
+            let [low, high] = halves.map(|half| _mm_movemask_epi8(bytes(half)) as u32);
+            low | high << 16
         };
-        let high = halves.iter().enumerate().fold(0u32, |mask, (half, v)| {
-            mask | (_mm_movemask_epi8(*v) as u32) << (16 * half)
-        });
-        (mask(b'\t'), mask(b'\n') | high, mask(b' '))
+        let equal = |byte: u8| bits(&|half| _mm_cmpeq_epi8(half, _mm_set1_epi8(byte as i8)));
+        (equal(b'\t'), equal(b'\n') | bits(&|half| half), equal(b' '))
     };
     let len = tabs.trailing_zeros(); // 32: no tab
     if len == 0 || len == 32 {
@@ -284,7 +281,10 @@ mod tests {
             assert_eq!(ngram(&text[..end]), Some(&text[..end]), "{text:?}");
         }
         assert!(vouched > 1000, "{vouched} of {lines} vouched for");
-        assert_eq!(plain_key(b"the cat\t1990\t5\t3\nthe cat\t1991\t12\t7\n"), Some(7));
+        assert_eq!(
+            plain_key(b"the cat\t1990\t5\t3\nthe cat\t1991\t12\t7\n"),
+            Some(7)
+        );
     }
 
     #[test]
