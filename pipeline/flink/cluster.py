@@ -125,23 +125,28 @@ class SessionCluster:
         return stopped
 
     def _start_jobmanager(self, dist: str, memory: int, slots: int) -> None:
-        shutil.rmtree(self.conf_dir, ignore_errors=True)
-        rest_port, rpc_port = jvm.free_port(), jvm.free_port()
-        tmp = os.path.join(self.folder, "tmp")
-        config.write_conf_dir(self.conf_dir, {
-            "rest.port": rest_port,
-            "jobmanager.rpc.port": rpc_port,
-            "taskmanager.memory.process.size": f"{memory}b",
-            "taskmanager.numberOfTaskSlots": slots,
-            "io.tmp.dirs": tmp,
-            "web.tmpdir": os.path.join(tmp, "web"),
-            "blob.storage.directory": os.path.join(tmp, "blobs"),
-        })
         log_path = os.path.join(self.log_dir, "jobmanager.log")
-        process = jvm.start(self._command(dist, "GET_JM_RESOURCE_PARAMS", JOBMANAGER, log_path), log_path)
-        self._save({"jobmanager": {"pid": process.pid, "log": log_path}, "rest_port": rest_port,
-                    "rpc_port": rpc_port, "taskmanager_memory": memory, "slots": slots, "taskmanagers": []})
-        jvm.wait_for_port(rest_port, process.pid, log_path, "the Flink JobManager")
+
+        def launch(ports):
+            rest_port, rpc_port = ports
+            shutil.rmtree(self.conf_dir, ignore_errors=True)
+            tmp = os.path.join(self.folder, "tmp")
+            config.write_conf_dir(self.conf_dir, {
+                "rest.port": rest_port,
+                "jobmanager.rpc.port": rpc_port,
+                "taskmanager.memory.process.size": f"{memory}b",
+                "taskmanager.numberOfTaskSlots": slots,
+                "io.tmp.dirs": tmp,
+                "web.tmpdir": os.path.join(tmp, "web"),
+                "blob.storage.directory": os.path.join(tmp, "blobs"),
+            })
+            process = jvm.start(self._command(dist, "GET_JM_RESOURCE_PARAMS", JOBMANAGER, log_path), log_path)
+            # Recorded before it listens: `down` stops it even if it never does.
+            self._save({"jobmanager": {"pid": process.pid, "log": log_path}, "rest_port": rest_port,
+                        "rpc_port": rpc_port, "taskmanager_memory": memory, "slots": slots, "taskmanagers": []})
+            return process
+
+        jvm.start_on_free_ports(2, launch, log_path, "the Flink JobManager")
 
     def _start_taskmanager(self, dist: str) -> int:
         state = self.state()

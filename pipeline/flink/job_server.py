@@ -48,8 +48,7 @@ class JobServer:
     def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=(), classpath=()):
         self.flink_master, self.conf_dir, self.log_path = flink_master, conf_dir, log_path
         self.heap_flags, self.classpath = list(heap_flags), list(classpath)
-        self.process = None
-        self.job_port = jvm.free_port()
+        self.process, self.job_port = None, None
         self.peak_rss = None
 
     @property
@@ -60,14 +59,18 @@ class JobServer:
         launcher, lib = ensure_launcher(), ensure_job_server()
         artifacts = os.path.join(os.path.dirname(self.log_path), "artifacts")
         classpath = os.pathsep.join(java_classpath([launcher, lib, *self.classpath]))
-        command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags, "-cp", classpath, LAUNCHER_CLASS,
-                   "--job-host=127.0.0.1", f"--job-port={self.job_port}",
-                   f"--artifact-port={jvm.free_port()}", f"--expansion-port={jvm.free_port()}",
-                   f"--artifacts-dir={artifacts}", f"--flink-master={self.flink_master}",
-                   f"--flink-conf-dir={self.conf_dir}"]
-        self.process = jvm.start(command, self.log_path, tied=True)
+
+        def launch(ports):
+            job_port, artifact_port, expansion_port = ports
+            command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags, "-cp", classpath, LAUNCHER_CLASS,
+                       "--job-host=127.0.0.1", f"--job-port={job_port}", f"--artifact-port={artifact_port}",
+                       f"--expansion-port={expansion_port}", f"--artifacts-dir={artifacts}",
+                       f"--flink-master={self.flink_master}", f"--flink-conf-dir={self.conf_dir}"]
+            self.process = jvm.start(command, self.log_path, tied=True)
+            return self.process
+
         try:
-            jvm.wait_for_port(self.job_port, self.process.pid, self.log_path, "the Flink job server")
+            _, (self.job_port, _, _) = jvm.start_on_free_ports(3, launch, self.log_path, "the Flink job server")
         except BaseException:
             self.stop()
             raise

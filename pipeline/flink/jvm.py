@@ -77,6 +77,42 @@ def wait_for_port(port: int, pid: int, log_path: str, what: str, timeout: float 
     raise RunFailed(f"{what} did not listen on 127.0.0.1:{port} within {timeout:.0f} s; see {log_path}")
 
 
+#: What a JVM's log says when a port it was given was taken (Flink's REST endpoint words it its own way).
+_PORT_TAKEN = ("BindException", "Address already in use", "Could not start rest endpoint on any port")
+
+
+def start_on_free_ports(ports: int, launch, log_path: str, what: str, timeout: float = 90, attempts: int = 3):
+    """``launch(ports)`` -> a started JVM given PORTS free ports of 127.0.0.1, once it listens on the first; the
+    JVM and its ports.
+
+    A port is free when chosen here, and another process may take it before the JVM binds it (CI met this:
+    a JobManager's REST port): the JVM then exits saying so, and is started again on new ports, ATTEMPTS
+    times in all. Any other failure is raised at once.
+    """
+    for attempt in range(1, attempts + 1):
+        logged = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+        chosen = [free_port() for _ in range(ports)]
+        process = launch(chosen)
+        try:
+            wait_for_port(chosen[0], process.pid, log_path, what, timeout)
+            return process, chosen
+        except RunFailed:
+            if attempt == attempts or alive(process.pid) or not _says(log_path, logged, _PORT_TAKEN):
+                raise
+            _reap(process.pid)
+
+
+def _says(path: str, offset: int, phrases) -> bool:
+    """Whether the log at PATH, from byte OFFSET on, holds any of PHRASES."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return False
+    return any(phrase in text for phrase in phrases)
+
+
 def stop(pid: int, grace: float = 10) -> None:
     """SIGTERM, then SIGKILL after ``grace`` seconds; reaps the process if it is our child."""
     try:

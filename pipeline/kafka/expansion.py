@@ -18,7 +18,7 @@ class ExpansionService:
 
     def __init__(self, connector: str, log_path: str):
         self.connector, self.log_path = connector, log_path
-        self.port, self.process = jvm.free_port(), None
+        self.port, self.process = None, None
 
     @property
     def address(self) -> str:
@@ -27,12 +27,16 @@ class ExpansionService:
     def __enter__(self):
         classpath = os.pathsep.join(java_classpath([ensure_expansion_service(), ensure_launcher(),
                                                     ensure_job_server(), self.connector]))
-        command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, EXPANSION_SOURCE.removesuffix(".java"),
-                   str(self.port), *OPTIONS]
-        self.process = jvm.start(command, self.log_path, tied=True)
+
+        def launch(ports):
+            command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, EXPANSION_SOURCE.removesuffix(".java"),
+                       str(ports[0]), *OPTIONS]
+            self.process = jvm.start(command, self.log_path, tied=True)
+            return self.process
+
         try:
-            jvm.wait_for_port(self.port, self.process.pid, self.log_path, "Beam's expansion service for KafkaIO",
-                              timeout=180)
+            _, (self.port,) = jvm.start_on_free_ports(1, launch, self.log_path, "Beam's expansion service for KafkaIO",
+                                                      timeout=180)
         except BaseException:
             self.__exit__()
             raise
