@@ -17,6 +17,7 @@ small records do (transforms/runfiles.py):
 """
 
 import math
+import weakref
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -130,12 +131,23 @@ class MergeRange(beam.DoFn):
             report_range_done(self.progress_dir, index, planned.count)
 
 
+#: Each pipeline's one keyed None, which gathered_to_one adds to every collection it gathers.
+_NOTHING = weakref.WeakKeyDictionary()
+
+
+def _nothing(pipeline: beam.Pipeline):
+    """The pipeline's keyed None, made once: each Create is a stage of its own on the embedded runner,
+    which runs every stage at some 20-30 ms of its own."""
+    if pipeline not in _NOTHING:
+        _NOTHING[pipeline] = pipeline | "Nothing to gather" >> beam.Create([(None, None)])
+    return _NOTHING[pipeline]
+
+
 def gathered_to_one(pcoll, label: str):
     """All elements of PCOLL as one list, even when there are none (the embedded runner gathers small
     records only: references and bounds)."""
     return (
-        (pcoll | f"Key {label}" >> beam.Map(lambda element: (None, element)),
-         pcoll.pipeline | f"No {label}" >> beam.Create([(None, None)]))
+        (pcoll | f"Key {label}" >> beam.Map(lambda element: (None, element)), _nothing(pcoll.pipeline))
         | f"All {label}" >> beam.Flatten()
         | f"Gather {label}" >> beam.GroupByKey()
         | f"List {label}" >> beam.MapTuple(lambda _, elements: [e for e in elements if e is not None])

@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
 /// Keys as Arrow's string arrays hold them: key i is `data[offsets[i]..offsets[i + 1]]`.
 pub struct Keys<'a> {
@@ -343,7 +343,10 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
                 Some(seen) => *seen = token,
                 None => before.push(token),
             }
-            block.push((hash_of(token), token));
+            block.push(Hashed {
+                hash: hash_of(token),
+                token,
+            });
             if block.len() == BLOCK {
                 add_block(&mut block, &mut dealt, &mut sets);
             }
@@ -354,7 +357,7 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     let mut tokens: Vec<(u64, &[u8])> = sets
         .into_iter()
         .flatten()
-        .map(|token| (head(token), token))
+        .map(|Hashed { token, .. }| (head(token), token))
         .collect();
     tokens.sort_unstable();
     unigrams.sort_unstable(); // sorted keys give sorted unigrams: one pass
@@ -424,7 +427,47 @@ pub fn orders(keys: &Keys) -> Vec<u8> {
         .collect()
 }
 
-type TokenSet<'a> = HashSet<&'a [u8], BuildHasherDefault<WordHasher>>;
+type TokenSet<'a> = HashSet<Hashed<'a>, BuildHasherDefault<Prehashed>>;
+
+/// A token with its hash_of, hashed as that number: a token is hashed once, to deal it to its set, and
+/// not again by the set.
+#[derive(Clone, Copy)]
+struct Hashed<'a> {
+    hash: u64,
+    token: &'a [u8],
+}
+
+impl PartialEq for Hashed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.token == other.token
+    }
+}
+
+impl Eq for Hashed<'_> {}
+
+impl Hash for Hashed<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The hasher of a TokenSet: the number a Hashed writes is its hash.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("a Hashed writes its hash alone")
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 /// The sets a range's tokens are dealt to, and the tokens dealt at a time.
 const PARTS: usize = 256;
 const BLOCK: usize = 1 << 16;
@@ -435,33 +478,35 @@ fn part(hash: u64) -> usize {
     (hash >> 40) as usize % PARTS
 }
 
-/// Add a BLOCK of (hash, token) to their sets, set by set: dealt by a counting sort into `dealt`.
+/// Add a BLOCK of hashed tokens to their sets, set by set: dealt by a counting sort into `dealt`.
 fn add_block<'a>(
-    block: &mut Vec<(u64, &'a [u8])>,
-    dealt: &mut Vec<(u64, &'a [u8])>,
+    block: &mut Vec<Hashed<'a>>,
+    dealt: &mut Vec<Hashed<'a>>,
     sets: &mut [TokenSet<'a>],
 ) {
     let mut starts = [0usize; PARTS + 1];
-    for &(hash, _) in block.iter() {
-        starts[part(hash) + 1] += 1;
+    for token in block.iter() {
+        starts[part(token.hash) + 1] += 1;
     }
     for p in 0..PARTS {
         starts[p + 1] += starts[p];
     }
     dealt.clear();
-    dealt.resize(block.len(), (0, &[]));
+    dealt.resize(
+        block.len(),
+        Hashed {
+            hash: 0,
+            token: &[],
+        },
+    );
     let mut next = starts;
-    for &(hash, token) in block.iter() {
-        let p = part(hash);
-        dealt[next[p]] = (hash, token);
+    for &token in block.iter() {
+        let p = part(token.hash);
+        dealt[next[p]] = token;
         next[p] += 1;
     }
     for (p, set) in sets.iter_mut().enumerate() {
-        set.extend(
-            dealt[starts[p]..starts[p + 1]]
-                .iter()
-                .map(|&(_, token)| token),
-        );
+        set.extend(dealt[starts[p]..starts[p + 1]].iter().copied());
     }
     block.clear();
 }
