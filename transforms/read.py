@@ -132,7 +132,8 @@ class Progress:
     """A worker's running totals in a small JSON file that the command line polls.
 
     One file per reading DoFn instance, rewritten at most every WRITE_EVERY
-    seconds and when a file is done, so small files cost no extra writes.
+    seconds, and when a work unit is done (``flush``): a unit of many small files
+    costs one write, not one per file (668 files: 0.13 s of CPU).
     """
 
     WRITE_EVERY = 0.5
@@ -154,6 +155,10 @@ class Progress:
         self.done = {"files_done": self.done["files_done"] + file_done, "rows": self.done["rows"] + rows,
                      "bytes": self.done["bytes"] + compressed_bytes}
         self.current = {"rows": 0, "bytes": 0}
+        if time.time() - self.written >= self.WRITE_EVERY:
+            self._write()
+
+    def flush(self):
         self._write()
 
     def _write(self):
@@ -163,6 +168,32 @@ class Progress:
                  "bytes": self.done["bytes"] + self.current["bytes"]}
         _write_json(self.target, state)
         self.written = time.time()
+
+
+class _Buffers:
+    """Readers' buffers, kept for the next reader when one closes: a fresh buffer is CHUNK_BYTES of new pages
+    to fault in, and an import of many small files opened a reader per file (668 files: 0.17 s of CPU)."""
+
+    SIZE, KEEP = CHUNK_BYTES + LINE_ROOM, 4
+
+    def __init__(self):
+        self.lock, self.kept = threading.Lock(), []
+
+    def take(self) -> bytearray:
+        with self.lock:
+            if self.kept:
+                return self.kept.pop()
+        return bytearray(self.SIZE)
+
+    def give(self, buffer: bytearray) -> None:
+        """BUFFER back, unless it grew for a long line; its old contents are never read again (a reader hands
+        out views of its buffer valid until its next piece, and a closed reader hands out none)."""
+        with self.lock:
+            if len(buffer) == self.SIZE and len(self.kept) < self.KEEP:
+                self.kept.append(buffer)
+
+
+_BUFFERS = _Buffers()
 
 
 class LineReader:
@@ -182,7 +213,7 @@ class LineReader:
     def __init__(self, path: str, forced_format: str | None):
         self.path = path
         self.data, self.raw = _open(path)
-        self.buffer = bytearray(CHUNK_BYTES + LINE_ROOM)
+        self.buffer = _BUFFERS.take()
         self.start = self.end = 0  # buffer[start:end]: read, not yet handed out; starts at the start of a line
         self.offset = 0  # decompressed offset of buffer[start]
         self.line = 1  # number of the line that starts there
@@ -191,9 +222,8 @@ class LineReader:
             self._drop_byte_order_mark()
             self.format = forced_format
             if self.format is None:
-                head = self.unread()
-                self.format = formats.detect_format(head.split(b"\n", formats.DETECT_LINES))
-            if self.format is None and head.strip():
+                self.format = formats.detect_format(self._first_lines(formats.DETECT_LINES))
+            if self.format is None and self.unread().strip():
                 raise InputFileError(path, f"no line among the first {formats.DETECT_LINES} is in a known "
                                      f"format ({', '.join(formats.INPUT_FORMATS)}); pass --format to force one")
         except BaseException:
@@ -204,6 +234,18 @@ class LineReader:
     def unread(self) -> bytes:
         """A copy of the text read and not yet handed out (from the start of a line)."""
         return bytes(self.buffer[self.start:self.end])
+
+    def _first_lines(self, count: int):
+        """Copies of the first COUNT lines of the text read and not yet handed out, one at a time (a format is
+        told by the first line that parses: the rest of a chunk is not copied for it)."""
+        at = self.start
+        for _ in range(count):
+            if at >= self.end:
+                return
+            newline = self.buffer.find(b"\n", at, self.end)
+            stop = self.end if newline < 0 else newline
+            yield bytes(self.buffer[at:stop])
+            at = stop + 1
 
     def _drop_byte_order_mark(self):
         """A UTF-8 byte order mark at the start of a file is an encoding artefact, not part of its first n-gram.
@@ -258,6 +300,9 @@ class LineReader:
     def close(self):
         with self.raw, contextlib.closing(self.data):
             pass
+        if self.buffer is not None:
+            _BUFFERS.give(self.buffer)
+            self.buffer = None
 
 
 class _OpenReaders:
@@ -383,6 +428,7 @@ class ReadNgramFile(beam.DoFn):
                                      "--on-corrupt-file skip to record such files as skipped and go on") from None
             yield from self.file_read(path)
             self.progress.part_done(stats["rows_read"], _share(size, index, slices), index == slices - 1)
+        self.progress.flush()
         yield from self.unit_read()
         path, _, index, _ = unit[0]
         yield beam.pvalue.TaggedOutput(self.FILE_STATS, (f"{file_id(path)}-{index:06d}", all_stats))
