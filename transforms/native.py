@@ -56,6 +56,12 @@ def fold_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray
     return np.frombuffer(results, np.int64), failed
 
 
+def radix_order(keys: np.ndarray) -> np.ndarray:
+    """The positions of int64 KEYS, compared as unsigned numbers, in ascending order, equal keys in their
+    order (int64): native/src/order.rs, a radix sort."""
+    return np.frombuffer(_kernel.radix_order(np.ascontiguousarray(keys, np.int64)), np.int64)
+
+
 def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
     """The row of the first of each group of merge_order's (ORDER, STARTS)."""
     return starts if order is None else order[starts]

@@ -113,10 +113,11 @@ def token_of_rank(table: pa.Table) -> pa.Array:
 
 def rank_tokens_in_order(table: pa.Table) -> pa.Table:
     """Rows of with_rank sorted by token -> in id order: a stable sort by the rank's head alone (counted
-    first, count descending) keeps the token order within equal heads, which is the rank's tie-break;
-    2M tokens: 0.26 s of CPU against 0.59 s for sort_by_rank."""
+    first, count descending) keeps the token order within equal heads, which is the rank's tie-break. The
+    head is one number (the complemented count, or -1 for uncounted tokens: last, as unsigned), radix
+    sorted (575K tokens: 18 ms against 46 ms for NumPy's lexsort of the flag and count)."""
     counted, complement = _rank_head(table)
-    return table.take(np.lexsort((complement, ~counted))).combine_chunks()
+    return table.take(native.radix_order(np.where(counted, complement, -1))).combine_chunks()
 
 
 def sort_by_rank(table: pa.Table) -> pa.Table:

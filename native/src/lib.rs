@@ -433,6 +433,20 @@ fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
 }
 
+/// radix_order(keys) -> bytes
+///
+/// The positions (int64) of KEYS (int64, compared as unsigned) in ascending order, equal keys in their
+/// order (order.rs).
+#[pyfunction]
+fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py, PyBytes>> {
+    let keys = int64s(&keys)?;
+    if keys.len() > u32::MAX as usize {
+        return Err(PyValueError::new_err("radix_order: more than 2^32 keys"));
+    }
+    let order = py.allow_threads(|| order::radix_order(keys));
+    Ok(PyBytes::new(py, bytes_of(&order)))
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
@@ -445,6 +459,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(radix_order, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
     mkn::register(m)
 }

@@ -394,6 +394,37 @@ pub fn distinct_tokens(keys: &Keys) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     (offsets, bytes, rows)
 }
 
+/// The positions of KEYS in ascending key order, equal keys in their order: a least-significant-digit radix
+/// sort a byte at a time, skipping the bytes every key shares (counts of a Zipf vocabulary leave most of
+/// the high bytes alone). A vocabulary's rank heads: 2.3M tokens in 4 ranges, NumPy's lexsort 0.19 s.
+pub fn radix_order(keys: &[i64]) -> Vec<i64> {
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    let mut scratch = vec![0u32; keys.len()];
+    let (all_and, all_or) = keys
+        .iter()
+        .fold((u64::MAX, 0u64), |(a, o), &k| (a & k as u64, o | k as u64));
+    for shift in (0..64).step_by(8) {
+        if (all_and ^ all_or) >> shift & 0xFF == 0 {
+            continue; // every key has this byte
+        }
+        let digit = |at: u32| (keys[at as usize] as u64 >> shift & 0xFF) as usize;
+        let mut starts = [0usize; 257];
+        for &at in &order {
+            starts[digit(at) + 1] += 1;
+        }
+        for d in 0..256 {
+            starts[d + 1] += starts[d];
+        }
+        for &at in &order {
+            let d = digit(at);
+            scratch[starts[d]] = at;
+            starts[d] += 1;
+        }
+        std::mem::swap(&mut order, &mut scratch);
+    }
+    order.into_iter().map(i64::from).collect()
+}
+
 /// Each group of VALUES folded by STEP from its first value, group g holding the rows at positions
 /// `starts[g]` up to the next start (the last: up to the end) of `order` (None: the rows themselves),
 /// as merge_order gives them; and the first group STEP fails (its result and the later ones are then
@@ -709,6 +740,32 @@ mod tests {
             }
             check(&words.iter().map(String::as_str).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn radix_order_sorts_as_unsigned_and_keeps_ties_in_place() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        // Few distinct keys (many ties), keys differing in high bytes only, and negative ones (after all
+        // others, as unsigned numbers).
+        let keys: Vec<i64> = (0..5000)
+            .map(|i| match i % 4 {
+                0 => (next() % 7) as i64,
+                1 => ((next() % 3) << 56) as i64,
+                2 => -1 - (next() % 5) as i64,
+                _ => (next() % 1000) as i64,
+            })
+            .collect();
+        let mut expected: Vec<i64> = (0..keys.len() as i64).collect();
+        expected.sort_by_key(|&at| keys[at as usize] as u64); // stable
+        assert_eq!(radix_order(&keys), expected);
+        assert_eq!(radix_order(&[]), Vec::<i64>::new());
+        assert_eq!(radix_order(&[5, 5, 5]), vec![0, 1, 2]);
     }
 
     #[test]
