@@ -45,7 +45,7 @@ def collapse(rows: pa.Table, starts: np.ndarray, policy: RowPolicy, keep_years: 
     """
     if rows.num_rows == 0:
         return run_schema(keep_years).empty_table(), 0
-    keys = rows["ngram"].combine_chunks().take(pa.array(starts))
+    keys = columnar.whole(rows["ngram"]).take(pa.array(starts))
     ids = columnar.run_ids(starts, rows.num_rows)
     years = columnar.numpy(rows["year"])
     matches, volumes = columnar.numpy(rows["match"]), columnar.numpy(rows["volume"])

@@ -71,5 +71,5 @@ def collapse_chunk(chunk: bytes | memoryview, fmt: str, path: str, first_line: i
         runs, dropped, ascending = _runs(found, keep_years)
         return Collapsed(runs, dropped, REJECTS.empty_table(), ascending)
     rows, rejects = line_by_line(bytes(chunk), fmt, path, first_line)
-    runs, dropped = collapse(rows, columnar.run_starts(rows["ngram"].combine_chunks()), policy, keep_years)
-    return Collapsed(runs, dropped, rejects, strictly_ascending(runs["ngram"].combine_chunks()))
+    runs, dropped = collapse(rows, columnar.run_starts(columnar.whole(rows["ngram"])), policy, keep_years)
+    return Collapsed(runs, dropped, rejects, strictly_ascending(columnar.whole(runs["ngram"])))

@@ -53,7 +53,7 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     """
     if runs.num_rows == 0:
         return runs
-    keys = runs["ngram"].combine_chunks()
+    keys = columnar.whole(runs["ngram"])
     order, starts = native.merge_order(keys)
     if order is None and len(starts) == runs.num_rows:
         return runs.combine_chunks()

@@ -38,7 +38,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.schemas import layout
-from ngramflow.transforms import native
+from ngramflow.transforms import columnar, native
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
@@ -79,7 +79,7 @@ class SortedFile:
 
     def add(self, collapsed: Collapsed):
         runs = collapsed.runs
-        for order, rows in by_order(runs, native.orders(runs["ngram"].combine_chunks())):
+        for order, rows in by_order(runs, native.orders(columnar.whole(runs["ngram"]))):
             # The kernel saw whether the whole table ascends: then each order's rows do, and need no check.
             yield from self._add(order, rows, collapsed.ascending)
 
@@ -94,7 +94,7 @@ class SortedFile:
             else:
                 runs = pa.concat_tables([held, runs])
         runs = runs.combine_chunks()
-        keys = runs["ngram"].combine_chunks()
+        keys = columnar.whole(runs["ngram"])
         if not (ascending or native.strictly_ascending(keys)):
             listed = keys.to_pylist()  # where the order breaks, named once
             at = next(i for i in range(1, len(listed)) if listed[i] <= listed[i - 1])

@@ -34,7 +34,7 @@ def to_ngram_table(totals: pa.Table, order: int | None = None) -> pa.Table:
     keep_years = "year_series" in totals.column_names
     first, last, years = columnar.mask_stats(totals["years"])
     if order is None:
-        orders = native.orders(totals["ngram"].combine_chunks())
+        orders = native.orders(columnar.whole(totals["ngram"]))
     else:
         orders = np.full(totals.num_rows, order, np.int8)
     columns = [
