@@ -58,6 +58,60 @@ pub(crate) fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
+/// Numbers or bytes made here, given to Python without a copy: an object with Python's buffer protocol
+/// (read-only), which pyarrow's py_buffer and NumPy's frombuffer take as they are, and len() in bytes.
+/// (A bytes object was one more copy of every column, into fresh pages: the kernel's whole run table.)
+#[pyclass(frozen, module = "ngramflow.transforms._kernel")]
+struct Owned(Box<dyn AsBytes + Send + Sync>);
+
+trait AsBytes {
+    fn as_bytes(&self) -> &[u8];
+}
+
+impl<T: Copy> AsBytes for Vec<T> {
+    fn as_bytes(&self) -> &[u8] {
+        bytes_of(self)
+    }
+}
+
+impl Owned {
+    fn wrap<T: Copy + Send + Sync + 'static>(
+        py: Python<'_>,
+        values: Vec<T>,
+    ) -> PyResult<Bound<'_, PyAny>> {
+        Ok(Bound::new(py, Owned(Box::new(values)))?.into_any())
+    }
+}
+
+#[pymethods]
+impl Owned {
+    /// # Safety
+    /// Python calls it with a view to fill; the bytes live as long as the object, which the view holds.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let bytes = slf.get().0.as_bytes();
+        let filled = pyo3::ffi::PyBuffer_FillInfo(
+            view,
+            slf.as_ptr(),
+            bytes.as_ptr() as *mut std::os::raw::c_void,
+            bytes.len() as pyo3::ffi::Py_ssize_t,
+            1, // read-only
+            flags,
+        );
+        if filled == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.as_bytes().len()
+    }
+}
+
 /// collapse_chunk(chunk, format, year_min, year_max, drop_tagged, lowercase, keep_years)
 ///
 /// None, or (key offsets int32, key bytes, fold-in-Python flags uint8, match int64, volume int64,
@@ -93,16 +147,15 @@ fn collapse_chunk<'py>(
     let Some(runs) = py.allow_threads(|| collapse(chunk, format, &policy)) else {
         return Ok(None);
     };
-    let bytes = |data: &[u8]| PyBytes::new(py, data).into_any();
     let flags: Vec<u8> = runs.fold_in_python.iter().map(|&f| f as u8).collect();
     let series = if keep_years {
         PyTuple::new(
             py,
             [
-                bytes(bytes_of(&runs.series_offsets)),
-                bytes(bytes_of(&runs.series_years)),
-                bytes(bytes_of(&runs.series_matches)),
-                bytes(bytes_of(&runs.series_volumes)),
+                Owned::wrap(py, runs.series_offsets)?,
+                Owned::wrap(py, runs.series_years)?,
+                Owned::wrap(py, runs.series_matches)?,
+                Owned::wrap(py, runs.series_volumes)?,
             ],
         )?
         .into_any()
@@ -112,13 +165,13 @@ fn collapse_chunk<'py>(
     let result = PyTuple::new(
         py,
         [
-            bytes(bytes_of(&runs.key_offsets)),
-            bytes(&runs.key_bytes),
-            bytes(&flags),
-            bytes(bytes_of(&runs.matches)),
-            bytes(bytes_of(&runs.volumes)),
-            bytes(bytes_of(&runs.mask_offsets)),
-            bytes(&runs.masks),
+            Owned::wrap(py, runs.key_offsets)?,
+            Owned::wrap(py, runs.key_bytes)?,
+            Owned::wrap(py, flags)?,
+            Owned::wrap(py, runs.matches)?,
+            Owned::wrap(py, runs.volumes)?,
+            Owned::wrap(py, runs.mask_offsets)?,
+            Owned::wrap(py, runs.masks)?,
             runs.dropped.into_pyobject(py)?.into_any(),
             series,
             PyBool::new(py, runs.ascending).to_owned().into_any(),
@@ -220,14 +273,6 @@ fn on_keys<R: Send>(
     with_keys(offsets, data, |keys| py.allow_threads(|| f(keys)))
 }
 
-/// A tuple of byte strings, one a buffer: the columns a function gives back to Python.
-fn bytes_tuple<'py, const N: usize>(
-    py: Python<'py>,
-    buffers: [&[u8]; N],
-) -> PyResult<Bound<'py, PyTuple>> {
-    PyTuple::new(py, buffers.map(|buffer| PyBytes::new(py, buffer)))
-}
-
 /// merge_order(offsets, data) -> (order, starts)
 ///
 /// Keys laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA) in key order (order.rs):
@@ -241,10 +286,10 @@ fn merge_order<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (order, starts) = on_keys(py, &offsets, &data, order::merge_order)?;
     let order = match order {
-        Some(rows) => PyBytes::new(py, bytes_of(&rows)).into_any(),
+        Some(rows) => Owned::wrap(py, rows)?,
         None => py.None().into_bound(py),
     };
-    PyTuple::new(py, [order, PyBytes::new(py, bytes_of(&starts)).into_any()])
+    PyTuple::new(py, [order, Owned::wrap(py, starts)?])
 }
 
 /// distinct_tokens(offsets, data) -> (offsets, bytes, unigram rows)
@@ -259,7 +304,14 @@ fn distinct_tokens<'py>(
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (offsets, bytes, rows) = on_keys(py, &offsets, &data, order::distinct_tokens)?;
-    bytes_tuple(py, [bytes_of(&offsets), &bytes, bytes_of(&rows)])
+    PyTuple::new(
+        py,
+        [
+            Owned::wrap(py, offsets)?,
+            Owned::wrap(py, bytes)?,
+            Owned::wrap(py, rows)?,
+        ],
+    )
 }
 
 /// prefix_stretches(offsets, data) -> (starts, prefixes)
@@ -274,7 +326,7 @@ fn prefix_stretches<'py>(
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (starts, prefixes) = on_keys(py, &offsets, &data, order::prefix_stretches)?;
-    bytes_tuple(py, [bytes_of(&starts), bytes_of(&prefixes)])
+    PyTuple::new(py, [Owned::wrap(py, starts)?, Owned::wrap(py, prefixes)?])
 }
 
 /// orders(offsets, data) -> bytes
@@ -286,9 +338,9 @@ fn orders<'py>(
     py: Python<'py>,
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
-) -> PyResult<Bound<'py, PyBytes>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let orders = on_keys(py, &offsets, &data, order::orders)?;
-    Ok(PyBytes::new(py, &orders))
+    Owned::wrap(py, orders)
 }
 
 /// mask_stats(offsets, data) -> (first, last, years)
@@ -304,7 +356,14 @@ fn mask_stats<'py>(
     let (first, last, years) = with_spans(&offsets, &data, |spans| {
         py.allow_threads(|| masks::stats(spans))
     })?;
-    bytes_tuple(py, [bytes_of(&first), bytes_of(&last), bytes_of(&years)])
+    PyTuple::new(
+        py,
+        [
+            Owned::wrap(py, first)?,
+            Owned::wrap(py, last)?,
+            Owned::wrap(py, years)?,
+        ],
+    )
 }
 
 /// F of the span masks of a binary column's buffers, once they are checked to be spans of masks.
@@ -357,7 +416,7 @@ fn or_groups<'py>(
     }
     let (mut offsets, mut data) = (vec![0i32], Vec::new());
     py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, &mut offsets, &mut data));
-    bytes_tuple(py, [bytes_of(&offsets), &data])
+    PyTuple::new(py, [Owned::wrap(py, offsets)?, Owned::wrap(py, data)?])
 }
 
 /// fold_groups(values, order, starts, how) -> (results, failed)
@@ -374,7 +433,7 @@ fn fold_groups<'py>(
     order: Option<PyBuffer<i64>>,
     starts: PyBuffer<i64>,
     how: &str,
-) -> PyResult<(Bound<'py, PyBytes>, i64)> {
+) -> PyResult<(Bound<'py, PyAny>, i64)> {
     let values = int64s(&values)?;
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
@@ -394,10 +453,7 @@ fn fold_groups<'py>(
             )))
         }
     };
-    Ok((
-        PyBytes::new(py, bytes_of(&results)),
-        failed.map_or(-1, |g| g as i64),
-    ))
+    Ok((Owned::wrap(py, results)?, failed.map_or(-1, |g| g as i64)))
 }
 
 /// Whether merge_order's (ORDER, STARTS) can group ROWS rows, as the group functions index them:
@@ -438,13 +494,13 @@ fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
 /// The positions (int64) of KEYS (int64, compared as unsigned) in ascending order, equal keys in their
 /// order (order.rs).
 #[pyfunction]
-fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py, PyBytes>> {
+fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py, PyAny>> {
     let keys = int64s(&keys)?;
     if keys.len() > u32::MAX as usize {
         return Err(PyValueError::new_err("radix_order: more than 2^32 keys"));
     }
     let order = py.allow_threads(|| order::radix_order(keys));
-    Ok(PyBytes::new(py, bytes_of(&order)))
+    Owned::wrap(py, order)
 }
 
 #[pymodule]
