@@ -192,6 +192,12 @@ class _Buffers:
             if len(buffer) == self.SIZE and len(self.kept) < self.KEEP:
                 self.kept.append(buffer)
 
+    def drop(self) -> None:
+        """Keep none: the reading is over, and the stages after it have the memory (the spill path's peak is
+        in its vocabulary, after the reading)."""
+        with self.lock:
+            self.kept.clear()
+
 
 _BUFFERS = _Buffers()
 
@@ -432,6 +438,9 @@ class ReadNgramFile(beam.DoFn):
         yield from self.unit_read()
         path, _, index, _ = unit[0]
         yield beam.pvalue.TaggedOutput(self.FILE_STATS, (f"{file_id(path)}-{index:06d}", all_stats))
+
+    def finish_bundle(self):
+        _BUFFERS.drop()
 
     def take_runs(self, path: str, collapsed: Collapsed):
         """The outputs of one chunk's runs of file PATH, being read: here, run tables of EMIT_RUNS rows."""

@@ -207,6 +207,7 @@ class ReadSortedFiles(ReadNgramFile):
         return ()
 
     def finish_bundle(self):
+        super().finish_bundle()
         for run in self.tokens.flush():
             yield beam.pvalue.TaggedOutput(TOKEN_RUNS, WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()]))
 
