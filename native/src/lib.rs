@@ -75,10 +75,13 @@ impl<T: Copy> AsBytes for Vec<T> {
 }
 
 impl Owned {
+    /// VALUES as an Owned, cut to their length: a Vec grown by doubling holds up to twice its values, and
+    /// Python may keep them long (a spiller's buffer of run tables, budgeted by their length).
     fn wrap<T: Copy + Send + Sync + 'static>(
         py: Python<'_>,
-        values: Vec<T>,
+        mut values: Vec<T>,
     ) -> PyResult<Bound<'_, PyAny>> {
+        values.shrink_to_fit();
         Ok(Bound::new(py, Owned(Box::new(values)))?.into_any())
     }
 }
