@@ -10,10 +10,10 @@ from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.density import input_density
-from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, file_id, pack_files
+from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
 from ngramflow.transforms.sizing import SORTED_INPUT_FILE_BYTES, merge_shards, range_rows, spill_budget, work_unit_bytes
-from ngramflow.transforms.sorted_input import KEY_SPANS, ReadSortedFiles, WriteSortedInput
+from ngramflow.transforms.sorted_input import KEY_SPANS, SPANS, ReadSortedFiles, WriteSortedInput
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS, TotalNgramsOnDisk, gathered_to_one
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
                                         range_records)
@@ -139,9 +139,7 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
         (results["pieces"]
          | "Name each piece" >> beam.Map(lambda part: (range_name(part), part))
          | "Write piece records" >> WriteRecords(out.join(layout.PIECES)))
-        (results["key_spans"]
-         | "Name each file's span" >> beam.Map(lambda spans: (file_id(spans["path"]), spans))
-         | "Write the files' spans" >> WriteRecords(out.join(layout.KEY_SPANS)))
+        results["key_spans"] | "Write the files' spans" >> WriteTables(out.join(layout.KEY_SPANS), SPANS)
     else:
         (results["ranges"]
          | "Name each range" >> beam.Map(lambda part: (range_name(part), part))
