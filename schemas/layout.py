@@ -45,7 +45,8 @@ FILE_STATS, ORDER_STATS = f"{WORK}/files", f"{WORK}/orders"
 #: The n-gram range of each part file, on the spill path (transforms/spill.py), for the manifest's "ranges".
 RANGES = f"{WORK}/ranges"
 #: An import totalled in the input's own order (transforms/sorted_input.py): the part files it wrote, named
-#: by the file they came from until the run numbers them in n-gram order, and the n-grams each input file held.
+#: by the file they came from until the run numbers them in n-gram order, and the n-grams each input file held
+#: (a Parquet table of its spans, sorted_input.SPANS, rather than a JSON record).
 PIECES, KEY_SPANS = f"{WORK}/pieces", f"{WORK}/key_spans"
 #: An import from a Kafka queue: the end-of-corpus marker's count of distinct files, written when the job
 #: has read the marker (pipeline/kafka/read.py); the run then ends the job (pipeline/kafka/end.py).
