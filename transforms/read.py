@@ -149,19 +149,16 @@ class Progress:
     def update(self, rows: int, compressed_bytes: int):
         self.current = {"rows": rows, "bytes": compressed_bytes}
         if time.time() - self.written >= self.WRITE_EVERY:
-            self._write()
+            self.flush()
 
     def part_done(self, rows: int, compressed_bytes: int, file_done: bool):
         self.done = {"files_done": self.done["files_done"] + file_done, "rows": self.done["rows"] + rows,
                      "bytes": self.done["bytes"] + compressed_bytes}
         self.current = {"rows": 0, "bytes": 0}
         if time.time() - self.written >= self.WRITE_EVERY:
-            self._write()
+            self.flush()
 
     def flush(self):
-        self._write()
-
-    def _write(self):
         if self.target is None:
             return
         state = {"files_done": self.done["files_done"], "rows": self.done["rows"] + self.current["rows"],

@@ -249,10 +249,9 @@ def _spans_by_order(out) -> dict[int, pa.Table]:
         rows = spans.filter(pc.equal(spans["order"], order))
         # Arrow's order of strings is UTF-8 byte order
         rows = rows.take(pc.sort_indices(rows, [("first", "ascending"), ("last", "ascending")])).combine_chunks()
-        first, last, n = rows["first"], rows["last"], rows.num_rows
-        overlap = pc.less_equal(first.slice(1), last.slice(0, n - 1))
-        if n > 1 and pc.any(overlap).as_py():
-            at = pc.index(overlap, True).as_py()
+        # Neighbours that overlap: the first's last key at or past the next one's first
+        at = pc.index(pc.less_equal(rows["first"].slice(1), rows["last"].slice(0, rows.num_rows - 1)), True).as_py()
+        if at >= 0:
             before, after = rows.slice(at, 2).to_pylist()
             raise InputNotSorted(f"{before['path']} and {after['path']} both hold {order}-grams from "
                                  f"{after['first']!r} to {min(before['last'], after['last'])!r}")
