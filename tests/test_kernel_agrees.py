@@ -83,8 +83,14 @@ def _tuple_damage(rng, line):
     """2020 only: the year tuples broken in one of the ways a damaged file breaks them."""
     ngram, *tuples = line.split("\t")
     damage = rng.choice(["drop_field", "extra_field", "empty_tuple", "trailing_tab", "no_tuples",
-                         "semicolon", "double_tab", "duplicate_year"])
-    if damage == "drop_field":
+                         "semicolon", "double_tab", "duplicate_year", "odd_year"])
+    if damage == "odd_year":  # the kernel reads a plain four-digit year at once, any other digit by digit
+        at = rng.randrange(len(tuples))
+        year, rest = tuples[at].split(",", 1)
+        odd = rng.choice(["0" + year, year[:3], year[:2] + "x" + year[3], "+" + year, year + " ", "1399", "2101",
+                          "0999", "00" + year, year[:3] + "/", year[:3] + ":", "\xff" + year[1:]])
+        tuples[at] = f"{odd},{rest}"
+    elif damage == "drop_field":
         tuples[0] = tuples[0].rsplit(",", 1)[0]
     elif damage == "extra_field":
         tuples[-1] += ",1"

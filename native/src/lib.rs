@@ -25,18 +25,11 @@ use runs::{Policy, Runs};
 /// The runs of a chunk, or None if some line needs the careful parser or a total does not fit.
 fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
     let mut runs = Runs::new(policy.keep_years);
-    let mut rows = Vec::with_capacity(16);
     let mut open: Option<runs::Open> = None;
     let mut at = 0;
     while at < chunk.len() {
-        rows.clear();
-        let (key, used) = fields::line(
-            &chunk[at..],
-            format,
-            open.as_ref().map(|run| run.key),
-            &mut rows,
-        )?;
-        at += used;
+        let text = &chunk[at..];
+        let key = fields::key(text, open.as_ref().map(|run| run.key))?;
         // The same n-gram as the open run's comes back as that run's key itself.
         if open.as_ref().is_none_or(|run| !std::ptr::eq(run.key, key)) {
             if let Some(run) = open.take() {
@@ -44,7 +37,10 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
             }
             open = Some(runs.open(key, policy));
         }
-        runs.add(open.as_ref()?, &rows, policy);
+        let run = open.as_ref()?;
+        at += fields::counts(text, key, format, |year, matches, volumes| {
+            runs.add(run, year, matches, volumes, policy)
+        })?;
     }
     if let Some(run) = open {
         runs.close(run, policy).ok()?;

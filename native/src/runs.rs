@@ -35,12 +35,42 @@ pub struct Runs {
     pub dropped: u64,
     /// Whether every run's key is above the one before (byte order), as pushed (unfolded for Python).
     pub ascending: bool,
-    /// The kept rows of the open run: one buffer for every run of the chunk, not an allocation each.
+    /// The open run's totals, taken row by row as each line is read: one for every run of the chunk.
+    open: Totals,
+    /// With keep_years, the kept rows of the open run (one buffer for every run of the chunk).
     open_rows: Vec<(u16, i64, i64)>,
 }
 
+/// What a run's kept rows add up to so far.
+struct Totals {
+    rows: usize,
+    matches: i64,
+    volumes: i64,
+    /// A sum went past int64: the chunk is left to the reference path, which names the n-gram.
+    overflowed: bool,
+    /// The rows' years as a whole mask, of which only the bytes from `first >> 3` to `last >> 3`
+    /// (the bits of the first and last year) are set.
+    mask: [u8; MASK_BYTES],
+    first: usize,
+    last: usize,
+}
+
+impl Default for Totals {
+    fn default() -> Totals {
+        Totals {
+            rows: 0,
+            matches: 0,
+            volumes: 0,
+            overflowed: false,
+            mask: [0; MASK_BYTES],
+            first: usize::MAX,
+            last: 0,
+        }
+    }
+}
+
 /// The run being collected, whose rows are the kept rows of consecutive lines with one n-gram
-/// (`Runs::open_rows`).
+/// (`Runs::open`).
 pub struct Open<'a> {
     pub key: &'a [u8],
     tagged: bool,
@@ -64,39 +94,43 @@ impl Runs {
     }
 
     pub fn open<'a>(&mut self, key: &'a [u8], policy: &Policy) -> Open<'a> {
-        self.open_rows.clear();
         Open {
             key,
             tagged: policy.drop_tagged && crate::policy::tagged(key),
         }
     }
 
-    /// Add one line's rows to `run`, dropping those the policy drops.
-    pub fn add(&mut self, run: &Open, rows: &[(u16, i64, i64)], policy: &Policy) {
-        for &row in rows {
-            if run.tagged || row.0 < policy.year_min || row.0 > policy.year_max {
-                self.dropped += 1;
-            } else {
-                self.open_rows.push(row);
-            }
+    /// Add one row of a line of `run`, unless the policy drops it: to the run's totals as it is read
+    /// (no row is kept, but for its series with keep_years).
+    #[inline(always)]
+    pub fn add(&mut self, run: &Open, year: u16, matches: i64, volumes: i64, policy: &Policy) {
+        if run.tagged || year < policy.year_min || year > policy.year_max {
+            self.dropped += 1;
+            return;
+        }
+        let open = &mut self.open;
+        open.rows += 1;
+        let (total_match, o1) = open.matches.overflowing_add(matches);
+        let (total_volume, o2) = open.volumes.overflowing_add(volumes);
+        (open.matches, open.volumes) = (total_match, total_volume);
+        open.overflowed |= o1 | o2;
+        let bit = (year - YEAR_MIN) as usize;
+        open.mask[bit >> 3] |= 1 << (bit & 7);
+        (open.first, open.last) = (open.first.min(bit), open.last.max(bit));
+        if policy.keep_years {
+            self.open_rows.push((year, matches, volumes));
         }
     }
 
-    /// Close `run`: one row of the table, unless the policy dropped all of its rows.
-    /// A total past int64 is left to the reference path, which names the n-gram.
+    /// Close `run`: one row of the table, unless the policy dropped all of its rows; the totals are
+    /// then empty for the next run. A total past int64 is left to the reference path, which names
+    /// the n-gram.
     pub fn close(&mut self, run: Open, policy: &Policy) -> Result<(), Unrepresentable> {
-        if self.open_rows.is_empty() {
+        if self.open.rows == 0 {
             return Ok(());
         }
-        let (mut total_match, mut total_volume) = (0i64, 0i64);
-        let mut mask = [0u8; MASK_BYTES];
-        let (mut first, mut last) = (usize::MAX, 0); // the bits of the first and last year
-        for &(year, m, v) in &self.open_rows {
-            total_match = total_match.checked_add(m).ok_or(Unrepresentable)?;
-            total_volume = total_volume.checked_add(v).ok_or(Unrepresentable)?;
-            let bit = (year - YEAR_MIN) as usize;
-            mask[bit >> 3] |= 1 << (bit & 7);
-            (first, last) = (first.min(bit), last.max(bit));
+        if self.open.overflowed {
+            return Err(Unrepresentable);
         }
         if policy.lowercase && run.key.is_ascii() {
             crate::policy::fold_ascii(run.key, &mut self.key_bytes);
@@ -112,14 +146,20 @@ impl Runs {
             let (a, b, c) = (a as usize, b as usize, c as usize);
             self.ascending &= self.key_bytes[a..b] < self.key_bytes[b..c];
         }
-        self.matches.push(total_match);
-        self.volumes.push(total_volume);
-        crate::masks::push_bytes(&mask, first >> 3, last >> 3, &mut self.masks);
+        let open = &mut self.open;
+        self.matches.push(open.matches);
+        self.volumes.push(open.volumes);
+        let (lo, hi) = (open.first >> 3, open.last >> 3);
+        crate::masks::push_bytes(&open.mask, lo, hi, &mut self.masks);
+        open.mask[lo..=hi].fill(0); // the rest of the mask is clear already
+        (open.rows, open.matches, open.volumes) = (0, 0, 0);
+        (open.first, open.last) = (usize::MAX, 0);
         self.mask_offsets
             .push(i32::try_from(self.masks.len()).map_err(|_| Unrepresentable)?);
         if policy.keep_years {
             let mut rows = std::mem::take(&mut self.open_rows);
             let added = self.add_series(&mut rows);
+            rows.clear();
             self.open_rows = rows;
             added?;
         }
