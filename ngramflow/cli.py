@@ -223,7 +223,7 @@ def run() -> None:
     rows, when the dataset is already written. Exit handlers still run and the standard
     streams are flushed, so nothing that a normal exit would write is lost; an exception from ``main``
     (a bug) still exits the normal way, with its traceback."""
-    lean_start.keep_pandas_out()
+    lean_start.keep_unused_out()
     code = main()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
