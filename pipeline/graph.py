@@ -12,7 +12,8 @@ from ngramflow.schemas import layout
 from ngramflow.transforms.density import input_density
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import SORTED_INPUT_FILE_BYTES, merge_shards, range_rows, spill_budget, work_unit_bytes
+from ngramflow.transforms.sizing import (SORTED_INPUT_FILE_BYTES, merge_shards, range_rows, spill_budget,
+                                         spill_compression, work_unit_bytes)
 from ngramflow.transforms.sorted_input import KEY_SPANS, SPANS, ReadSortedFiles, WriteSortedInput
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS, TotalNgramsOnDisk, gathered_to_one
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
@@ -53,13 +54,16 @@ class ImportNgrams(beam.PTransform):
     sorted_input.py), reject tables, and statistics."""
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir,
-                 spill_budget: int | None, workers: int = 1, input_order: bool = False):
+                 spill_budget: int | None, workers: int = 1, input_order: bool = False,
+                 spill_compression: str | None = None):
         """``spill_budget``: the bytes of run tables each worker holds on the spill path; None: the counts
         are totalled in keyed state (``shards``: its keys). ``workers``: how many run in parallel.
-        ``input_order``: total in the input's own order (in_input_order), within ``spill_budget``."""
+        ``input_order``: total in the input's own order (in_input_order), within ``spill_budget``.
+        ``spill_compression``: that of the spill path's run files (sizing.spill_compression)."""
         super().__init__()
         self.settings, self.min_count, self.shards, self.out = settings, min_count, shards, out
         self.spill_budget, self.workers, self.input_order = spill_budget, workers, input_order
+        self.spill_compression = spill_compression
 
     def _vocabulary(self, token_runs):
         scratch, budget = self.out.join(layout.SPILL), self.spill_budget
@@ -80,7 +84,8 @@ class ImportNgrams(beam.PTransform):
         if self.spill_budget:
             totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
                 self.min_count, self.out.join(layout.SPILL), self.spill_budget, range_rows(), self.out.path,
-                schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir, self.workers)
+                schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir, self.workers,
+                self.spill_compression)
             self._vocabulary(totals["token_runs"])
             return common | {
                 "ranges": totals["parts"],
@@ -111,7 +116,8 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
         from ngramflow.pipeline.kafka.read import ReadQueue
 
         # The files are not known yet: the keys follow the size the user expects (their density unmeasured).
-        plan = {"keys": merge_shards(opts.queue_bytes(), None), "table_bytes_per_input_byte": None}
+        input_bytes = opts.queue_bytes()
+        plan = {"keys": merge_shards(input_bytes, None), "table_bytes_per_input_byte": None}
         units = pipeline | "Input files from the queue" >> ReadQueue(
             QueueAddress.parse(opts.from_kafka, "--from-kafka"), expansion_service, settings.slice_bytes, out.path)
     else:
@@ -130,8 +136,12 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             sorted(packed, key=lambda unit: -sum(size / slices for _, size, _, slices in unit)), reshuffle=False)
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
+    compression = None
+    if spill and not in_input_order(opts):
+        compression = spill_compression(input_bytes, out.join(layout.SPILL))
+        plan["run_compression"] = compression or "none"
     results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
-                                                        opts.workers or 1, in_input_order(opts))
+                                                        opts.workers or 1, in_input_order(opts), compression)
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)
@@ -165,4 +175,4 @@ def aggregation(opts: ImportOptions, out: OutputDir, plan: dict) -> dict:
                           "merged", **plan}
     run_files = OutputDir(out.join(layout.SPILL)).files()
     return {"method": "sorted runs spilled to disk", "scratch": out.join(layout.SPILL),
-            "run_files": len(run_files), "spilled_bytes": sum(run_files.values())}
+            "run_files": len(run_files), "spilled_bytes": sum(run_files.values()), **plan}

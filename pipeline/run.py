@@ -304,8 +304,10 @@ def aggregation_line(totalled: dict) -> str:
         return f"  aggregation: {totalled['method']} ({totalled['keys']:,} keys; {measured})"
     if "run_files" not in totalled:
         return f"  aggregation: {totalled['method']}"
+    compression = totalled["run_compression"]
     return (f"  aggregation: {totalled['method']} in {totalled['scratch']} "
-            f"({totalled['run_files']:,} files, {totalled['spilled_bytes'] / 1e6:,.1f} MB)")
+            f"({totalled['run_files']:,} files, {totalled['spilled_bytes'] / 1e6:,.1f} MB, "
+            f"{'uncompressed' if compression == 'none' else compression})")
 
 
 def summary_row(label: str, value: str) -> str:

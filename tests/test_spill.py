@@ -27,7 +27,9 @@ from ngramflow.transforms import columnar, native, runfiles, spill, vocabulary, 
 from ngramflow.transforms.collapse import run_schema
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.query.dataset import Dataset
-from ngramflow.transforms.sizing import MERGE_FANIN, PART_TOKENS_VARIABLE, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE
+from ngramflow.transforms import sizing
+from ngramflow.transforms.sizing import (MERGE_FANIN, PART_TOKENS_VARIABLE, RANGE_ROWS_VARIABLE, SPILL_BYTES_VARIABLE,
+                                         SPILL_COMPRESSION, spill_compression)
 
 TINY = 16 << 10
 SAMPLE_2012, SAMPLE_2020 = os.path.join(SAMPLE, "2012"), os.path.join(SAMPLE, "2020")
@@ -44,7 +46,7 @@ def random_runs(rows: int, seed: int) -> pa.Table:
 
 
 def spilled(runs: pa.Table, folder, budget: int, step: int = 2000) -> list:
-    spiller = spill.SpillRuns(str(folder), budget)
+    spiller = spill.SpillRuns(str(folder), budget, SPILL_COMPRESSION)
     spiller.setup()
     spiller.start_bundle()
     refs = [ref for start in range(0, runs.num_rows, step) for ref in spiller.process(runs.slice(start, step))]
@@ -166,13 +168,25 @@ def check_ranges(dataset: str, manifest: dict) -> None:
         assert ds.ngrams_of_order(int(order), "\x01", "\x02") is None, "no file holds keys below every n-gram"
 
 
-def test_tiny_budget_2012_equals_duckdb(tiny_budget, tmp_path, capsys):
+def test_run_files_are_compressed_unless_the_local_disk_has_room_to_spare(tmp_path):
+    free = __import__("shutil").disk_usage(tmp_path).free
+    room = free // (sizing.EXPANSION * sizing.UNCOMPRESSED_SPILL_ROOM)
+    not_yet = str(tmp_path / "out" / "_build" / "_spill")  # the folder is made later: its disk is asked
+    assert spill_compression(room, not_yet) is None
+    assert spill_compression(room * 2, not_yet) == SPILL_COMPRESSION
+    assert spill_compression(1, "s3://bucket/out/_build/_spill") == SPILL_COMPRESSION, "every byte is sent"
+
+
+@pytest.mark.parametrize("room", [0, 10**15], ids=["uncompressed", "lz4"])
+def test_tiny_budget_2012_equals_duckdb(tiny_budget, tmp_path, capsys, monkeypatch, room):
+    monkeypatch.setattr(sizing, "UNCOMPRESSED_SPILL_ROOM", room)  # no disk has 10^15 times the input free
     assert run_cli("import", SAMPLE_2012, "--output", tmp_path / "out") == 0
     dataset = str(tmp_path / "out")
     assert_same_rows(ngrams_of(dataset), reference_2012(gz_files(SAMPLE_2012), where=NOT_TAGGED))
     manifest = json.load(open(os.path.join(dataset, layout.MANIFEST)))
     totalled = manifest["aggregation"]
     assert totalled["method"] == "sorted runs spilled to disk"
+    assert totalled["run_compression"] == ("none" if room == 0 else SPILL_COMPRESSION)
     assert totalled["run_files"] > MERGE_FANIN, "more run files than one merge reads"
     assert f"aggregation: sorted runs spilled to disk in {totalled['scratch']}" in capsys.readouterr().out
     assert not os.path.exists(os.path.join(dataset, layout.SPILL))

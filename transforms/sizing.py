@@ -5,6 +5,7 @@ says what it trades.
 """
 
 import os
+import shutil
 
 # The read stage.
 
@@ -150,10 +151,28 @@ def range_rows() -> int:
 #: Run files a merge reads at once; a shard with more is merged in passes. Each file's batches are
 #: sized to 1/MERGE_FANIN of the budget, so more files at once means smaller reads.
 MERGE_FANIN = 16
-#: Compression of run files (Arrow IPC), written once and read once. Measured on 8M distinct 2-grams
-#: (one run each, 2 shared cores): zstd 59.7 s and 101 MB of run files, lz4 40.8 s and 182 MB,
-#: none 41.2 s and 965 MB; peak RSS the same (0.9 GB).
+#: Compression of run files (Arrow IPC), written once and read once, where the disk may not have room for them
+#: uncompressed (spill_compression). Measured on 8M distinct 2-grams (one run each, 2 shared cores): zstd
+#: 59.7 s and 101 MB of run files, lz4 40.8 s and 182 MB, none 41.2 s and 965 MB; peak RSS the same (0.9 GB).
+#: On 80M rows of the 2012 format in 668 files (3 runs each, alternated): lz4 7.81-8.50 s, none 7.45-8.11 s
+#: and 610 MB of run files (LZ4 was 6% of the import's CPU).
 SPILL_COMPRESSION = "lz4"
+#: Run files are written uncompressed when the local disk they go to has this many times the input's
+#: decompressed text free: that text bounds them (a run holds an n-gram once, for all of its lines).
+UNCOMPRESSED_SPILL_ROOM = 4
+
+
+def spill_compression(input_bytes: int, folder: str) -> str | None:
+    """The compression of the run files of an import of INPUT_BYTES (gzipped) spilled into FOLDER: none when
+    its local disk has room to spare (UNCOMPRESSED_SPILL_ROOM), else SPILL_COMPRESSION (and always for
+    remote storage, where every byte is sent)."""
+    if "://" in folder:
+        return SPILL_COMPRESSION
+    existing = os.path.abspath(folder)
+    while not os.path.isdir(existing):
+        existing = os.path.dirname(existing)
+    free = shutil.disk_usage(existing).free
+    return None if input_bytes * EXPANSION * UNCOMPRESSED_SPILL_ROOM <= free else SPILL_COMPRESSION
 #: Compression of the vocabulary's token run files: none. Their rows are a token and two counts, at most a
 #: vocabulary's worth a worker, and LZ4 cost more than the bytes it saved (80M rows: 0.3 s of 12.5 s of CPU).
 TOKEN_SPILL_COMPRESSION = None

@@ -30,7 +30,7 @@ from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION
+from ngramflow.transforms.sizing import SPILL_COMPRESSION, TOKEN_SPILL_COMPRESSION
 from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
 
@@ -39,16 +39,17 @@ ORDER_TOTALS, TOKEN_RUNS = "order_totals", "token_runs"
 
 
 class SpillRuns(beam.DoFn):
-    """Run tables -> RunFile of their merged rows, holding at most about ``budget`` bytes of run tables."""
+    """Run tables -> RunFile of their merged rows, holding at most about ``budget`` bytes of run tables, written
+    with ``compression`` (sizing.spill_compression)."""
 
-    def __init__(self, folder: str, budget: int):
-        self.folder, self.budget = folder, budget
+    def __init__(self, folder: str, budget: int, compression: str | None):
+        self.folder, self.budget, self.compression = folder, budget, compression
 
     def setup(self):
         make_folder(self.folder)
 
     def start_bundle(self):
-        self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget)
+        self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget, self.compression)
 
     def process(self, runs: pa.Table):
         yield from self.spiller.add(runs)
@@ -99,9 +100,9 @@ class MergeRange(beam.DoFn):
     ``progress_dir`` (pipeline/progress.py), when there is one."""
 
     def __init__(self, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
-                 progress_dir: str | None):
+                 progress_dir: str | None, compression: str | None):
         self.min_count, self.folder, self.budget, self.root, self.schema = min_count, folder, budget, root, schema
-        self.progress_dir = progress_dir
+        self.progress_dir, self.compression = progress_dir, compression
 
     def process(self, planned: Range):
         index, _, lo, hi, runs = planned
@@ -109,7 +110,7 @@ class MergeRange(beam.DoFn):
         # The worker's budget, halved: the merge's batches and the range's tokens are held at once.
         tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2, TOKEN_SPILL_COMPRESSION)
         with StreamedTables(self.root, self.schema) as files:
-            for piece in merged(self.folder, "pass", runs, merge_runs, self.budget // 2, lo, hi):
+            for piece in merged(self.folder, "pass", runs, merge_runs, self.budget // 2, lo, hi, self.compression):
                 ngrams = to_ngram_table(keep_frequent(piece, self.min_count))
                 if not ngrams.num_rows:
                     continue
@@ -160,24 +161,27 @@ class TotalNgramsOnDisk(beam.PTransform):
     lists of token RunFiles}.
 
     Only RunFiles, ranges and small records cross the embedded runner's stages;
-    ``budget`` bounds the bytes of tables a worker holds (transforms/runfiles.py).
+    ``budget`` bounds the bytes of tables a worker holds (transforms/runfiles.py), and ``compression`` is that of
+    the run files (sizing.spill_compression).
     """
 
     def __init__(self, min_count: int, folder: str, budget: int, range_rows: int, root: str, schema: pa.Schema,
-                 progress_dir: str | None = None, workers: int = 1):
+                 progress_dir: str | None = None, workers: int = 1, compression: str | None = SPILL_COMPRESSION):
         super().__init__()
         self.min_count, self.folder, self.budget, self.range_rows = min_count, folder, budget, range_rows
         self.root, self.schema, self.progress_dir, self.workers = root, schema, progress_dir, workers
+        self.compression = compression
 
     def expand(self, runs):
         range_rows, workers = self.range_rows, self.workers
         merged_ranges = (
-            gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(SpillRuns(self.folder, self.budget)),
-                             "run files")
+            gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(
+                SpillRuns(self.folder, self.budget, self.compression)), "run files")
             | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows, workers))
             | "Spread the ranges over workers" >> beam.Reshuffle()
             | "Merge each range into its part files" >> beam.ParDo(
-                MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir)
+                MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir,
+                           self.compression)
             ).with_outputs(ORDER_TOTALS, TOKEN_RUNS, main="parts")
         )
         return {
