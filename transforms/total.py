@@ -121,14 +121,21 @@ _WHOLE = np.zeros(1, np.int64)  # sum_runs' starts for one sum over all values
 
 
 def order_totals(ngrams: pa.Table):
-    """(order, (n-grams, match total, volume total)) of one table."""
+    """(order, (n-grams, match total, volume total)) of one table. A table of one order, as the writers hand
+    over, is summed whole: np.unique sorted each table's orders to find that out (2.7 ms a table of 256K
+    n-grams, against 0.2 ms)."""
     orders = columnar.numpy(ngrams["order"])
-    for order in np.unique(orders).tolist():
-        rows = orders == order
+    if not len(orders):
+        return
+    if orders.min() == orders.max():
+        groups = [(int(orders[0]), slice(None), len(orders))]
+    else:
+        groups = [(order, rows, int(rows.sum())) for order in np.unique(orders).tolist() for rows in [orders == order]]
+    for order, rows, count in groups:
         totals = (checked.sum_runs(columnar.numpy(ngrams[column])[rows], _WHOLE,
                                    lambda _, column=column, order=order: f"the {column} of all {order}-grams")[0]
                   for column in _TOTALLED)
-        yield order, (int(rows.sum()), *map(int, totals))
+        yield order, (count, *map(int, totals))
 
 
 def order_record(order: int, totals: tuple) -> tuple:
