@@ -138,7 +138,8 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
     compression = None
     if spill and not in_input_order(opts):
-        compression = spill_compression(input_bytes, out.join(layout.SPILL))
+        # The embedded runner's run files stay on this machine; a Flink cluster's are read by its other nodes.
+        compression = spill_compression(input_bytes, out.join(layout.SPILL), shared=opts.runner != "direct")
         plan["run_compression"] = compression or "none"
     results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
                                                         opts.workers or 1, in_input_order(opts), compression)

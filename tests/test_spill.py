@@ -172,9 +172,10 @@ def test_run_files_are_compressed_unless_the_local_disk_has_room_to_spare(tmp_pa
     free = __import__("shutil").disk_usage(tmp_path).free
     room = free // (sizing.EXPANSION * sizing.UNCOMPRESSED_SPILL_ROOM)
     not_yet = str(tmp_path / "out" / "_build" / "_spill")  # the folder is made later: its disk is asked
-    assert spill_compression(room, not_yet) is None
-    assert spill_compression(room * 2, not_yet) == SPILL_COMPRESSION
-    assert spill_compression(1, "s3://bucket/out/_build/_spill") == SPILL_COMPRESSION, "every byte is sent"
+    assert spill_compression(room, not_yet, shared=False) is None
+    assert spill_compression(room * 2, not_yet, shared=False) == SPILL_COMPRESSION
+    assert spill_compression(1, not_yet, shared=True) == SPILL_COMPRESSION, "other machines read it"
+    assert spill_compression(1, "s3://bucket/out/_build/_spill", shared=False) == SPILL_COMPRESSION, "sent"
 
 
 @pytest.mark.parametrize("room", [0, 10**15], ids=["uncompressed", "lz4"])

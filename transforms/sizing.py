@@ -162,11 +162,12 @@ SPILL_COMPRESSION = "lz4"
 UNCOMPRESSED_SPILL_ROOM = 4
 
 
-def spill_compression(input_bytes: int, folder: str) -> str | None:
+def spill_compression(input_bytes: int, folder: str, shared: bool) -> str | None:
     """The compression of the run files of an import of INPUT_BYTES (gzipped) spilled into FOLDER: none when
-    its local disk has room to spare (UNCOMPRESSED_SPILL_ROOM), else SPILL_COMPRESSION (and always for
-    remote storage, where every byte is sent)."""
-    if "://" in folder:
+    its local disk has room to spare (UNCOMPRESSED_SPILL_ROOM), else SPILL_COMPRESSION; always that for
+    remote storage and for a SHARED folder (a cluster's build folder, which other machines read), where every
+    byte crosses the network."""
+    if shared or "://" in folder:
         return SPILL_COMPRESSION
     existing = os.path.abspath(folder)
     while not os.path.isdir(existing):
