@@ -12,8 +12,8 @@ from ngramflow.schemas import layout
 from ngramflow.transforms.density import input_density
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
-from ngramflow.transforms.sizing import (SORTED_INPUT_FILE_BYTES, merge_shards, range_rows, spill_budget,
-                                         spill_compression, work_unit_bytes)
+from ngramflow.transforms.sizing import (SORTED_INPUT_FILE_BYTES, SPILL_COMPRESSION, merge_shards, range_rows,
+                                         spill_budget, spill_compression, work_unit_bytes)
 from ngramflow.transforms.sorted_input import KEY_SPANS, SPANS, ReadSortedFiles, WriteSortedInput
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS, TotalNgramsOnDisk, gathered_to_one
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
@@ -55,7 +55,7 @@ class ImportNgrams(beam.PTransform):
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir,
                  spill_budget: int | None, workers: int = 1, input_order: bool = False,
-                 spill_compression: str | None = None):
+                 spill_compression: str | None = SPILL_COMPRESSION):
         """``spill_budget``: the bytes of run tables each worker holds on the spill path; None: the counts
         are totalled in keyed state (``shards``: its keys). ``workers``: how many run in parallel.
         ``input_order``: total in the input's own order (in_input_order), within ``spill_budget``.
@@ -136,7 +136,7 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             sorted(packed, key=lambda unit: -sum(size / slices for _, size, _, slices in unit)), reshuffle=False)
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
-    compression = None
+    compression = SPILL_COMPRESSION
     if spill and not in_input_order(opts):
         # The embedded runner's run files stay on this machine; a Flink cluster's are read by its other nodes.
         compression = spill_compression(input_bytes, out.join(layout.SPILL), shared=opts.runner != "direct")

@@ -174,6 +174,8 @@ def spill_compression(input_bytes: int, folder: str, shared: bool) -> str | None
         existing = os.path.dirname(existing)
     free = shutil.disk_usage(existing).free
     return None if input_bytes * EXPANSION * UNCOMPRESSED_SPILL_ROOM <= free else SPILL_COMPRESSION
+
+
 #: Compression of the vocabulary's token run files: none. Their rows are a token and two counts, at most a
 #: vocabulary's worth a worker, and LZ4 cost more than the bytes it saved (80M rows: 0.3 s of 12.5 s of CPU).
 TOKEN_SPILL_COMPRESSION = None
