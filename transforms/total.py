@@ -127,15 +127,13 @@ def order_totals(ngrams: pa.Table):
     orders = columnar.numpy(ngrams["order"])
     if not len(orders):
         return
-    if orders.min() == orders.max():
-        groups = [(int(orders[0]), slice(None), len(orders))]
-    else:
-        groups = [(order, rows, int(rows.sum())) for order in np.unique(orders).tolist() for rows in [orders == order]]
-    for order, rows, count in groups:
+    one_order = orders.min() == orders.max()
+    for order in [int(orders[0])] if one_order else np.unique(orders).tolist():
+        rows = slice(None) if one_order else orders == order
         totals = (checked.sum_runs(columnar.numpy(ngrams[column])[rows], _WHOLE,
                                    lambda _, column=column, order=order: f"the {column} of all {order}-grams")[0]
                   for column in _TOTALLED)
-        yield order, (count, *map(int, totals))
+        yield order, (len(orders) if one_order else int(rows.sum()), *map(int, totals))
 
 
 def order_record(order: int, totals: tuple) -> tuple:
