@@ -66,3 +66,29 @@ def test_a_table_without_samples_is_one_part():
     tokens = vocabulary.with_rank(vocabulary.distinct_tokens(_ngrams(("a", 1), ("b", 2))))
     cuts = sample_sort.splitters([sample_sort.sample(tokens, "rank", 1 << 20, 1 << 20)], part_weight=1 << 20)
     assert len(cuts) == 0 and [p for p, _ in sample_sort.cut(tokens, "rank", cuts)] == [0]
+
+
+def _tokens(*rows):
+    return pa.table({"token": [t for t, _, _ in rows], "match_count": pa.array([m for _, m, _ in rows], pa.int64()),
+                     "volume_count": pa.array([v for _, _, v in rows], pa.int64())})
+
+
+def test_merged_tokens_keep_the_row_with_their_counts():
+    """Sorted pieces (of token run files): each token once, with the counts of its one counted row, whichever
+    piece holds it."""
+    pieces = [_tokens(("a", None, None), ("b", 5, 2), ("c", None, None)), _tokens(("a", 7, 3), ("b", None, None)),
+              _tokens(("b", None, None), ("c", None, None), ("d", 0, 0))]
+    merged = vocabulary.merge_tokens(pa.concat_tables(pieces))
+    assert merged.to_pylist() == [{"token": t, "match_count": m, "volume_count": v} for t, m, v in
+                                  [("a", 7, 3), ("b", 5, 2), ("c", None, None), ("d", 0, 0)]]
+
+
+def test_reserved_tokens_are_split_from_sorted_tokens_wherever_they_lie():
+    inside = _tokens(("A", 1, 1), ("_END_", 4, 1), ("_START_", None, None), ("a", 2, 2))
+    found, others = vocabulary.split_reserved(inside)
+    assert found["token"].to_pylist() == ["_END_", "_START_"] and others["token"].to_pylist() == ["A", "a"]
+    # "_" lies between these two, but no reserved token is among them
+    between = _tokens(("Z", 1, 1), ("a", 2, 2))
+    for tokens in (between, _tokens(("a", 1, 1), ("b", 2, 2)), _tokens()):
+        found, others = vocabulary.split_reserved(tokens)
+        assert found.num_rows == 0 and others.equals(tokens)

@@ -48,8 +48,9 @@ def strictly_ascending(keys: pa.Array) -> bool:
 
 
 def fold_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray, how: str) -> tuple[np.ndarray, int]:
-    """(each group's sum (HOW "sum") or largest value ("max"), the first group whose sum does not fit int64,
-    -1: none) of int64 VALUES grouped as merge_order's (ORDER, STARTS) give them: native/src/order.rs."""
+    """(each group's sum (HOW "sum"), largest value ("max") or the row of that value, the first on ties
+    ("argmax"); the first group whose sum does not fit int64, -1: none) of int64 VALUES grouped as
+    merge_order's (ORDER, STARTS) give them: native/src/order.rs."""
     results, failed = _kernel.fold_groups(np.ascontiguousarray(values, np.int64),
                                           None if order is None else np.ascontiguousarray(order, np.int64),
                                           np.ascontiguousarray(starts, np.int64), how)
@@ -60,6 +61,19 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
     """The positions of int64 KEYS, compared as unsigned numbers, in ascending order, equal keys in their
     order (int64): native/src/order.rs, a radix sort."""
     return np.frombuffer(_kernel.radix_order(np.ascontiguousarray(keys, np.int64)), np.int64)
+
+
+#: The bytes of a rank_keys key before its token's.
+RANK_HEAD = _kernel.RANK_HEAD
+
+
+def rank_keys(tokens: pa.Array, counts: np.ndarray) -> pa.BinaryArray:
+    """Each token of a string array with its count (int64, -1: none) -> its key of the vocabulary's id order
+    (transforms/vocabulary.py, with_rank): native/src/order.rs."""
+    if len(tokens) == 0:
+        return pa.array([], pa.binary())
+    offsets, data = _kernel.rank_keys(*_string_buffers(tokens), np.ascontiguousarray(counts, np.int64))
+    return pa.Array.from_buffers(pa.binary(), len(tokens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ from ngramflow.transforms.shards import SplitByShard
 from ngramflow.transforms.sizing import part_tokens, range_bytes, range_sample_every, token_shards
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
+_NO_TOKENS = TOKENS.empty_table()
 
 
 def distinct_tokens(ngrams: pa.Table, unigrams: bool = False) -> pa.Table:
@@ -56,21 +57,15 @@ def merge_tokens(table: pa.Table) -> pa.Table:
     A sort, not a hash aggregation: Arrow's group_by reserves buffers of gigabytes for
     a few million tokens (BENCHMARKS.md, "Scale"), and sorted tokens are what a run file holds.
     The tables merged are sorted pieces (of token run files, or of ranges), which native.merge_order
-    merges; a token's counts are those of its one counted row, the largest of its rows' (nulls as -1).
+    merges; a token keeps its counted row, the one of largest match count (nulls as -1), taken whole.
     """
     if table.num_rows == 0:
         return table.cast(TOKENS)
-    tokens = columnar.whole(table["token"])
-    order, starts = native.merge_order(tokens)
+    order, starts = native.merge_order(columnar.whole(table["token"]))
     if order is None and len(starts) == table.num_rows:
         return table.cast(TOKENS).combine_chunks()
-
-    def counted(column: str) -> pa.Array:
-        most, _ = native.fold_groups(columnar.numpy(table[column].fill_null(-1)), order, starts, "max")
-        return pa.array(most, pa.int64(), mask=most < 0)
-
-    return pa.table([tokens.take(pa.array(native.first_rows(order, starts))), counted("match_count"),
-                     counted("volume_count")], schema=TOKENS)
+    rows, _ = native.fold_groups(columnar.numpy(table["match_count"].fill_null(-1)), order, starts, "argmax")
+    return table.take(rows).cast(TOKENS).combine_chunks()
 
 
 class MergeTokenTables(LogStructuredMerge):
@@ -81,7 +76,7 @@ class MergeTokenTables(LogStructuredMerge):
 
 
 _RANK = "rank"  # the key of the id order: bytes whose order is the id order
-_RANK_HEAD = 9  # its bytes before the token's: a flag and a count
+_RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: a flag and a count
 
 
 def _rank_head(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -94,21 +89,17 @@ def _rank_head(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 
 def with_rank(tokens: pa.Table) -> pa.Table:
     """TOKENS with a first column whose byte order is the id order: a flag (0: counted), the count
-    complemented to sort descending (big-endian), then the token's UTF-8 bytes."""
-    counted, complement = _rank_head(tokens)
-    head = np.zeros((tokens.num_rows, _RANK_HEAD), np.uint8)
-    head[:, 0] = ~counted
-    head[:, 1:] = complement.astype(">u8").view(np.uint8).reshape(-1, 8)
-    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(_RANK_HEAD), tokens.num_rows,
-                                                [None, pa.py_buffer(head.tobytes())])
-    rank = pc.binary_join_element_wise(head.cast(pa.binary()), tokens["token"].cast(pa.binary()), b"")
-    return tokens.add_column(0, _RANK, rank)
+    complemented to sort descending (big-endian), then the token's UTF-8 bytes (native.rank_keys)."""
+    counts = columnar.numpy(columnar.whole(tokens["match_count"]).fill_null(-1))
+    return tokens.add_column(0, _RANK, native.rank_keys(columnar.whole(tokens["token"]), counts))
 
 
 def token_of_rank(table: pa.Table) -> pa.Array:
     """The tokens of rows of with_rank, from their rank alone (a run file of ranks need not repeat them)."""
     # binary_slice needs a stop (pyarrow 16 fails without one): past any token's end
-    return pc.binary_slice(table[_RANK], _RANK_HEAD, 2**31 - 1).cast(pa.string())
+    tokens = columnar.whole(pc.binary_slice(table[_RANK], _RANK_HEAD, 2**31 - 1))
+    # The bytes were a string's: a cast would check them as UTF-8 again (a tenth of the numbering pass).
+    return pa.Array.from_buffers(pa.string(), len(tokens), tokens.buffers(), offset=tokens.offset)
 
 
 def rank_tokens_in_order(table: pa.Table) -> pa.Table:
@@ -155,10 +146,17 @@ def reserved(tokens: pa.Table, wanted: bool = True) -> pa.Table:
 
 
 def split_reserved(tokens: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """(the reserved tokens among TOKENS, the others): one look-up a token, and no copy when none is reserved."""
+    """(the reserved tokens among TOKENS, sorted by token, the others): no look-up when none lies between the
+    first token and the last, else one a token; no copy when none is reserved."""
+    none = tokens.schema.empty_table() if tokens.schema != TOKENS else _NO_TOKENS
+    if tokens.num_rows == 0:
+        return none, tokens
+    first, last = tokens["token"][0].as_py(), tokens["token"][-1].as_py()
+    if not any(first <= token <= last for token in RESERVED_TOKENS):
+        return none, tokens
     mask = pc.is_in(tokens["token"], pa.array(RESERVED_TOKENS))
     if not pc.any(mask).as_py():
-        return tokens.schema.empty_table(), tokens
+        return none, tokens
     return tokens.filter(mask), tokens.filter(pc.invert(mask))
 
 

@@ -313,6 +313,33 @@ fn distinct_tokens<'py>(
     )
 }
 
+/// rank_keys(offsets, data, counts) -> (offsets, bytes)
+///
+/// Each token of an Arrow string array's buffers (OFFSETS: n + 1 int32, into DATA) with its count
+/// (COUNTS: n int64, -1 for none) -> its key of the vocabulary's id order, as the offsets (int32) and
+/// bytes of an Arrow binary array (order.rs).
+#[pyfunction]
+fn rank_keys<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+    counts: PyBuffer<i64>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let counts = int64s(&counts)?;
+    let keys = on_keys(py, &offsets, &data, |keys| {
+        (counts.len() == keys.len()).then(|| order::rank_keys(keys, counts))
+    })?;
+    match keys {
+        None => Err(PyValueError::new_err(
+            "rank_keys: one count per token expected",
+        )),
+        Some(None) => Err(PyValueError::new_err("rank_keys: the keys pass 2 GiB")),
+        Some(Some((offsets, bytes))) => {
+            PyTuple::new(py, [Owned::wrap(py, offsets)?, Owned::wrap(py, bytes)?])
+        }
+    }
+}
+
 /// prefix_stretches(offsets, data) -> (starts, prefixes)
 ///
 /// The stretches of consecutive keys of a string array's buffers (OFFSETS: n + 1 int32, into DATA)
@@ -420,10 +447,11 @@ fn or_groups<'py>(
 
 /// fold_groups(values, order, starts, how) -> (results, failed)
 ///
-/// Each group of VALUES (int64, one per row) summed (HOW "sum") or its largest value ("max"), the
-/// groups consecutive in ORDER (the rows' order, int64; None: as they are) from each position of
-/// STARTS (int64, increasing): int64 results as bytes, and the first group whose sum does not fit
-/// int64 (-1: none), whose result is then not given (order.rs).
+/// Each group of VALUES (int64, one per row) summed (HOW "sum"), its largest value ("max") or the row
+/// of that value, the first on ties ("argmax"), the groups consecutive in ORDER (the rows' order,
+/// int64; None: as they are) from each position of STARTS (int64, increasing): int64 results as
+/// bytes, and the first group whose sum does not fit int64 (-1: none), whose result is then not
+/// given (order.rs).
 #[pyfunction]
 #[pyo3(signature = (values, order, starts, how))]
 fn fold_groups<'py>(
@@ -446,6 +474,10 @@ fn fold_groups<'py>(
         "max" => {
             py.allow_threads(|| order::fold_groups(values, order, starts, |a, b| Some(a.max(b))))
         }
+        "argmax" => (
+            py.allow_threads(|| order::rows_of_max(values, order, starts)),
+            None,
+        ),
         other => {
             return Err(PyValueError::new_err(format!(
                 "fold_groups: unknown fold {other:?}"
@@ -505,6 +537,7 @@ fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py,
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
+    m.add("RANK_HEAD", order::RANK_HEAD)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
@@ -515,6 +548,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
     m.add_function(wrap_pyfunction!(radix_order, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_keys, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
     mkn::register(m)
 }

@@ -451,6 +451,52 @@ pub fn fold_groups(
     (folded, None)
 }
 
+/// Each token's key of the vocabulary's id order (transforms/vocabulary.py, with_rank), laid out as an
+/// Arrow binary array (offsets, bytes): a flag byte (0: the token has a count, COUNTS[i] >= 0; 1: it has
+/// none, -1), the count complemented to sort descending (i64::MAX - count, big-endian; zeros without a
+/// count), then the token's bytes. None when the keys pass an int32 offset.
+pub fn rank_keys(tokens: &Keys, counts: &[i64]) -> Option<(Vec<i32>, Vec<u8>)> {
+    let mut offsets = Vec::with_capacity(tokens.len() + 1);
+    let span = tokens
+        .offsets
+        .last()
+        .map_or(0, |&end| end - tokens.offsets[0]) as usize;
+    let mut bytes = Vec::with_capacity(span + RANK_HEAD * tokens.len());
+    offsets.push(0);
+    for (i, &count) in counts.iter().enumerate().take(tokens.len()) {
+        let complement = if count >= 0 {
+            (i64::MAX - count) as u64
+        } else {
+            0
+        };
+        bytes.push(u8::from(count < 0));
+        bytes.extend_from_slice(&complement.to_be_bytes());
+        bytes.extend_from_slice(tokens.get(i));
+        offsets.push(i32::try_from(bytes.len()).ok()?);
+    }
+    Some((offsets, bytes))
+}
+
+/// The bytes of a rank key before its token's: rank_keys' flag and count.
+pub const RANK_HEAD: usize = 9;
+
+/// The row of each group's largest value, the first of them on ties: groups as fold_groups takes them.
+pub fn rows_of_max(values: &[i64], order: Option<&[i64]>, starts: &[i64]) -> Vec<i64> {
+    let row = |at: usize| order.map_or(at, |o| o[at] as usize);
+    let mut rows = Vec::with_capacity(starts.len());
+    for (group, &start) in starts.iter().enumerate() {
+        let end = starts.get(group + 1).map_or(values.len(), |&e| e as usize);
+        let mut best = row(start as usize);
+        for at in start as usize + 1..end {
+            if values[row(at)] > values[best] {
+                best = row(at);
+            }
+        }
+        rows.push(best as i64);
+    }
+    rows
+}
+
 /// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
 pub fn orders(keys: &Keys) -> Vec<u8> {
     (0..keys.len())
@@ -687,6 +733,47 @@ mod tests {
         check(&["é", "z", "a", "é", "", "z"]);
         check(&["d", "c", "b", "a", "a", "b"]);
         check(&["a b", "a", "a", "a b", "ab"]);
+    }
+
+    #[test]
+    fn rank_keys_sort_counted_tokens_by_descending_count_then_bytes() {
+        let (offsets, data) = keys_of(&["b", "a", "c", "d", "aa"]);
+        let counts = [5, 5, -1, 9, 0];
+        let (offsets, bytes) = rank_keys(
+            &Keys {
+                offsets: &offsets,
+                data: &data,
+            },
+            &counts,
+        )
+        .unwrap();
+        let keys: Vec<&[u8]> = offsets
+            .windows(2)
+            .map(|w| &bytes[w[0] as usize..w[1] as usize])
+            .collect();
+        assert_eq!(keys[0][0], 0);
+        assert_eq!(
+            &keys[0][1..RANK_HEAD],
+            &((i64::MAX - 5) as u64).to_be_bytes()
+        );
+        assert_eq!(&keys[0][RANK_HEAD..], b"b");
+        assert_eq!(&keys[2][..RANK_HEAD], &[1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut ranked: Vec<usize> = (0..keys.len()).collect();
+        ranked.sort_by_key(|&i| keys[i]);
+        assert_eq!(ranked, vec![3, 1, 0, 4, 2]); // d (9), a and b (5), aa (0), c (none)
+    }
+
+    #[test]
+    fn rows_of_max_first_on_ties_through_the_order() {
+        let values = [5, -1, 7, 7, -1, 3];
+        // groups (in ORDER's positions): [0, 2) [2, 5) [5, 6)
+        let order = [1, 4, 3, 2, 0, 5];
+        assert_eq!(
+            rows_of_max(&values, Some(&order), &[0, 2, 5]),
+            vec![1, 3, 5]
+        );
+        assert_eq!(rows_of_max(&values, None, &[0, 1, 4]), vec![0, 2, 5]);
+        assert_eq!(rows_of_max(&[], None, &[]), Vec::<i64>::new());
     }
 
     #[test]
