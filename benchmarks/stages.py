@@ -30,7 +30,7 @@ STAGES = (
     ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_id_range", "with_rank",
                                   "sort_by_rank")),
     ("spill sorted run files", ("SpillRuns.", "RunSpiller.", "write_run_file")),
-    ("merge n-gram ranges", ("MergeRange.", "merged", "_merge_files", "to_ngram_table")),
+    ("merge n-gram ranges", ("MergeRange.", "merge_range", "merged", "_merge_files", "to_ngram_table")),
     ("read: lines, chunks, progress", ("ReadNgramFile.", "LineReader.")),
 )
 #: Samples of a process importing modules that no stage claims: the start of the command and of each worker.

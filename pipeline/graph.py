@@ -55,20 +55,22 @@ class ImportNgrams(beam.PTransform):
 
     def __init__(self, settings: ReadSettings, min_count: int, shards: int | None, out: OutputDir,
                  spill_budget: int | None, workers: int = 1, input_order: bool = False,
-                 spill_compression: str | None = SPILL_COMPRESSION):
+                 spill_compression: str | None = SPILL_COMPRESSION, threads: bool = False):
         """``spill_budget``: the bytes of run tables each worker holds on the spill path; None: the counts
         are totalled in keyed state (``shards``: its keys). ``workers``: how many run in parallel.
         ``input_order``: total in the input's own order (in_input_order), within ``spill_budget``.
-        ``spill_compression``: that of the spill path's run files (sizing.spill_compression)."""
+        ``spill_compression``: that of the spill path's run files (sizing.spill_compression). ``threads``: the
+        workers are threads of one process (the embedded runner's), which take the vocabulary's external sort
+        in one step (vocabulary_sort.number_vocabulary)."""
         super().__init__()
         self.settings, self.min_count, self.shards, self.out = settings, min_count, shards, out
         self.spill_budget, self.workers, self.input_order = spill_budget, workers, input_order
-        self.spill_compression = spill_compression
+        self.spill_compression, self.threads = spill_compression, threads
 
     def _vocabulary(self, token_runs):
         scratch, budget = self.out.join(layout.SPILL), self.spill_budget
         return token_runs | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
-            scratch, budget, self.out.join(layout.VOCABULARY), range_rows(), self.workers)
+            scratch, budget, self.out.join(layout.VOCABULARY), range_rows(), self.workers, self.threads)
 
     def expand(self, files):
         if self.input_order:
@@ -85,7 +87,7 @@ class ImportNgrams(beam.PTransform):
             totals = parsed.runs | "Total each n-gram through sorted run files" >> TotalNgramsOnDisk(
                 self.min_count, self.out.join(layout.SPILL), self.spill_budget, range_rows(), self.out.path,
                 schemas.ngrams_schema(self.settings.keep_years), self.settings.progress_dir, self.workers,
-                self.spill_compression)
+                self.spill_compression, self.threads)
             self._vocabulary(totals["token_runs"])
             return common | {
                 "ranges": totals["parts"],
@@ -142,7 +144,8 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
         compression = spill_compression(input_bytes, out.join(layout.SPILL), shared=opts.runner != "direct")
         plan["run_compression"] = compression or "none"
     results = units | "Import n-grams" >> ImportNgrams(settings, opts.min_count, plan.get("keys"), out, budget,
-                                                        opts.workers or 1, in_input_order(opts), compression)
+                                                        opts.workers or 1, in_input_order(opts), compression,
+                                                        threads=opts.runner == "direct")
     if "ngram_files" in results:
         results["ngram_files"] | "Write n-grams" >> WriteTables(out.path, schemas.ngrams_schema(opts.keep_years))
         results["vocabulary"] | "Write vocabulary" >> WriteTables(out.join(layout.VOCABULARY), schemas.VOCABULARY)

@@ -5,6 +5,7 @@ import os
 import time
 
 import apache_beam as beam
+import pytest
 
 from conftest import SAMPLE, gz_files
 from ngramflow.pipeline.progress import ProgressReporter
@@ -29,7 +30,8 @@ def test_progress_counts_every_file_and_row(tmp_path):
     assert f"files {len(files)}/{len(files)} · 60.0k rows" in stream.getvalue()
 
 
-def test_progress_counts_the_ngram_ranges_written(tmp_path):
+@pytest.mark.parametrize("threads", [False, True], ids=["ranges-spread-over-workers", "ranges-merged-by-threads"])
+def test_progress_counts_the_ngram_ranges_written(tmp_path, threads):
     files = [(f, os.path.getsize(f)) for f in gz_files(os.path.join(SAMPLE, "2012"))]
     progress, out = tmp_path / "progress", tmp_path / "out"
     progress.mkdir()
@@ -37,7 +39,7 @@ def test_progress_counts_the_ngram_ranges_written(tmp_path):
         runs = (p | beam.Create(read.pack_files(files, 1 << 30))
                 | read.ReadNgramFiles(read.ReadSettings(progress_dir=str(progress)))).runs
         _ = runs | spill.TotalNgramsOnDisk(1, str(tmp_path / "scratch"), 16 << 10, 500, str(out),
-                                           schemas.ngrams_schema(False), str(progress))
+                                           schemas.ngrams_schema(False), str(progress), workers=2, threads=threads)
     parts = {os.path.basename(f) for _, _, names in os.walk(out) for f in names}
     reporter = ProgressReporter(str(progress), len(files), sum(s for _, s in files))
     snapshot = reporter.snapshot()

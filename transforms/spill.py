@@ -13,9 +13,11 @@ small records do (transforms/runfiles.py):
                    the range's rows, written as the range's part file of each order (sorted,
                    so each part file is one contiguous n-gram range); outputs the range's
                    record (first and last n-gram of each part file), its per-order totals, and
-                   its tokens as token run files for the vocabulary (transforms/vocabulary_sort.py)
+                   its tokens as token run files for the vocabulary (transforms/vocabulary_sort.py);
+                   on the embedded runner MergeRanges takes every range, by threads of its process
 """
 
+import concurrent.futures
 import math
 import weakref
 from typing import NamedTuple
@@ -93,43 +95,76 @@ def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1) -> list[
             for index, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
+def merge_range(planned: "Range", min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
+                compression: str | None) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
+    """One range -> its part file of each order, written under ROOT in SCHEMA, within BUDGET; returns
+    ({"order", "file", "first", "last"} per part file, {order: (n-grams, matches, volumes)}, the RunFiles of
+    the range's tokens)."""
+    index, _, lo, hi, runs = planned
+    totals, parts, token_runs = {}, {}, []
+    # The budget, halved: the merge's batches and the range's tokens are held at once.
+    tokens = RunSpiller(folder, "tokens", merge_tokens, budget // 2, TOKEN_SPILL_COMPRESSION)
+    with StreamedTables(root, schema) as files:
+        for piece in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression):
+            ngrams = to_ngram_table(keep_frequent(piece, min_count))
+            if not ngrams.num_rows:
+                continue
+            for name, rows in files_by_order(index, ngrams):
+                files.write(name, rows)
+                ((order, counts),) = order_totals(rows)
+                totals[order] = tuple(a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts))
+                part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
+                                                "first": rows["ngram"][0].as_py()})
+                part["last"] = rows["ngram"][-1].as_py()
+            token_runs += tokens.add(distinct_tokens(ngrams))
+    return list(parts.values()), totals, token_runs + tokens.flush()
+
+
 class MergeRange(beam.DoFn):
-    """Range -> the range's part file of each order, written under ``root`` in ``schema``; outputs
-    {"order", "file", "first", "last"} per part file, and tagged (order, (n-grams, matches,
-    volumes)) per order and the RunFiles of the range's tokens. A range done is reported in
-    ``progress_dir`` (pipeline/progress.py), when there is one."""
+    """Range -> the range's part file of each order (merge_range); outputs {"order", "file", "first", "last"}
+    per part file, and tagged (order, (n-grams, matches, volumes)) per order and the RunFiles of the range's
+    tokens. A range done is reported in ``progress_dir`` (pipeline/progress.py), when there is one."""
 
     def __init__(self, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
                  progress_dir: str | None, compression: str | None):
         self.min_count, self.folder, self.budget, self.root, self.schema = min_count, folder, budget, root, schema
         self.progress_dir, self.compression = progress_dir, compression
 
-    def process(self, planned: Range):
-        index, _, lo, hi, runs = planned
-        totals, parts = {}, {}
-        # The worker's budget, halved: the merge's batches and the range's tokens are held at once.
-        tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2, TOKEN_SPILL_COMPRESSION)
-        with StreamedTables(self.root, self.schema) as files:
-            for piece in merged(self.folder, "pass", runs, merge_runs, self.budget // 2, lo, hi, self.compression):
-                ngrams = to_ngram_table(keep_frequent(piece, self.min_count))
-                if not ngrams.num_rows:
-                    continue
-                for name, rows in files_by_order(index, ngrams):
-                    files.write(name, rows)
-                    ((order, counts),) = order_totals(rows)
-                    totals[order] = [a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts)]
-                    part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
-                                                    "first": rows["ngram"][0].as_py()})
-                    part["last"] = rows["ngram"][-1].as_py()
-                for run in tokens.add(distinct_tokens(ngrams)):
-                    yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
-        for run in tokens.flush():
-            yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
-        for order, counts in totals.items():
-            yield beam.pvalue.TaggedOutput(ORDER_TOTALS, (order, tuple(counts)))
-        yield from parts.values()
+    def merge(self, planned: Range):
+        return merge_range(planned, self.min_count, self.folder, self.budget, self.root, self.schema,
+                           self.compression)
+
+    def outputs(self, planned: Range, merged_range) -> list:
+        """What the range's merge outputs, but for its token runs."""
+        parts, totals, _ = merged_range
         if self.progress_dir:
-            report_range_done(self.progress_dir, index, planned.count)
+            report_range_done(self.progress_dir, planned.index, planned.count)
+        return [beam.pvalue.TaggedOutput(ORDER_TOTALS, total) for total in totals.items()] + parts
+
+    def process(self, planned: Range):
+        merged_range = self.merge(planned)
+        yield from (beam.pvalue.TaggedOutput(TOKEN_RUNS, run) for run in merged_range[2])
+        yield from self.outputs(planned, merged_range)
+
+
+class MergeRanges(MergeRange):
+    """[RunFiles] (one list) -> MergeRange's outputs of every range of their plan, the token runs as one tagged
+    list, the ranges merged by ``workers`` threads of this process (the embedded runner's way: its workers are
+    threads of one process, and spreading the ranges over them cost the graph a step of its own and the run a
+    stage)."""
+
+    def __init__(self, *args, range_rows: int, workers: int):
+        super().__init__(*args)
+        self.range_rows, self.workers = range_rows, workers
+
+    def process(self, runs: list[RunFile]):
+        token_runs = []
+        with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="merge") as pool:
+            planned = plan_ranges(runs, self.range_rows, self.workers)
+            for each, merged_range in zip(planned, pool.map(self.merge, planned)):
+                token_runs += merged_range[2]
+                yield from self.outputs(each, merged_range)
+        yield beam.pvalue.TaggedOutput(TOKEN_RUNS, token_runs)
 
 
 #: Each pipeline's one keyed None, which gathered_to_one adds to every collection it gathers.
@@ -166,29 +201,35 @@ class TotalNgramsOnDisk(beam.PTransform):
     """
 
     def __init__(self, min_count: int, folder: str, budget: int, range_rows: int, root: str, schema: pa.Schema,
-                 progress_dir: str | None = None, workers: int = 1, compression: str | None = SPILL_COMPRESSION):
+                 progress_dir: str | None = None, workers: int = 1, compression: str | None = SPILL_COMPRESSION,
+                 threads: bool = False):
+        """``threads``: the workers are threads of one process (the embedded runner's): the ranges are merged
+        by MergeRanges, else spread over the runner's workers (Flink's, which may be other machines)."""
         super().__init__()
         self.min_count, self.folder, self.budget, self.range_rows = min_count, folder, budget, range_rows
         self.root, self.schema, self.progress_dir, self.workers = root, schema, progress_dir, workers
-        self.compression = compression
+        self.compression, self.threads = compression, threads
 
     def expand(self, runs):
         range_rows, workers = self.range_rows, self.workers
-        merged_ranges = (
-            gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(
-                SpillRuns(self.folder, self.budget, self.compression)), "run files")
-            | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows, workers))
-            | "Spread the ranges over workers" >> beam.Reshuffle()
-            | "Merge each range into its part files" >> beam.ParDo(
-                MergeRange(self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir,
-                           self.compression)
-            ).with_outputs(ORDER_TOTALS, TOKEN_RUNS, main="parts")
-        )
-        return {
-            "parts": merged_ranges.parts,
-            "order_totals": merged_ranges[ORDER_TOTALS],
-            "token_runs": gathered_to_one(merged_ranges[TOKEN_RUNS], "token run files"),
-        }
+        merge = (self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir, self.compression)
+        run_files = gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(
+            SpillRuns(self.folder, self.budget, self.compression)), "run files")
+        if self.threads:
+            merged_ranges = run_files | "Merge the ranges into their part files" >> beam.ParDo(
+                MergeRanges(*merge, range_rows=range_rows, workers=workers)).with_outputs(
+                ORDER_TOTALS, TOKEN_RUNS, main="parts")
+            token_runs = merged_ranges[TOKEN_RUNS]
+        else:
+            merged_ranges = (
+                run_files
+                | "Plan n-gram ranges" >> beam.FlatMap(lambda files: plan_ranges(files, range_rows, workers))
+                | "Spread the ranges over workers" >> beam.Reshuffle()
+                | "Merge each range into its part files" >> beam.ParDo(MergeRange(*merge)).with_outputs(
+                    ORDER_TOTALS, TOKEN_RUNS, main="parts")
+            )
+            token_runs = gathered_to_one(merged_ranges[TOKEN_RUNS], "token run files")
+        return {"parts": merged_ranges.parts, "order_totals": merged_ranges[ORDER_TOTALS], "token_runs": token_runs}
 
 
 def range_index(parts: list[dict]) -> dict[str, list]:

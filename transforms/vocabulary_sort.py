@@ -25,6 +25,7 @@ The reserved tokens are taken out on the way and get their fixed ids
 (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
 """
 
+import concurrent.futures
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -97,17 +98,37 @@ def number_id_range(planned: IdRange, folder: str, budget: int, root: str, per_p
     return next_id - planned.first_id
 
 
+def number_vocabulary(runs: list[RunFile], folder: str, budget: int, root: str, range_rows: int,
+                      workers: int) -> list[int]:
+    """Every token RunFile -> the vocabulary's part files under ROOT, both passes in one call by WORKERS threads
+    of this process, each within BUDGET; returns the tokens of each id range. The embedded runner's way
+    (NumberVocabularyOnDisk): its workers are threads of one process, and the passes' steps of the graph
+    cost it more than they spread."""
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="vocabulary") as pool:
+        ranked = list(pool.map(lambda planned: rank_token_range(planned, folder, budget),
+                               plan_ranges(runs, range_rows, workers)))
+        write_reserved(ranked, root)
+        return list(pool.map(lambda planned: number_id_range(planned, folder, budget, root, part_tokens()),
+                             plan_id_ranges(ranked, part_tokens(), workers)))
+
+
 class NumberVocabularyOnDisk(beam.PTransform):
     """[token RunFiles] (one list) -> the vocabulary's part files under ``root``; outputs the number of
     tokens of each id range. The token ranges are put in id order, and the id ranges numbered, by up to
-    ``workers`` at once."""
+    ``workers`` at once: with ``threads``, by threads of the one worker that takes the list (number_vocabulary;
+    the embedded runner's), else spread over the runner's workers by two passes of steps (Flink's, whose workers
+    may be other machines)."""
 
-    def __init__(self, folder: str, budget: int, root: str, range_rows: int, workers: int):
+    def __init__(self, folder: str, budget: int, root: str, range_rows: int, workers: int, threads: bool = False):
         super().__init__()
         self.folder, self.budget, self.root, self.range_rows, self.workers = folder, budget, root, range_rows, workers
+        self.threads = threads
 
     def expand(self, token_runs):
         range_rows, workers, folder, budget, root = self.range_rows, self.workers, self.folder, self.budget, self.root
+        if self.threads:
+            return token_runs | "Put the tokens in id order and number them" >> beam.FlatMap(
+                number_vocabulary, folder, budget, root, range_rows, workers)
         ranked = gathered_to_one(
             token_runs
             | "Plan token ranges" >> beam.FlatMap(lambda runs: plan_ranges(runs, range_rows, workers))
