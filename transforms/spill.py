@@ -95,7 +95,7 @@ def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1) -> list[
             for index, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
-def merge_range(planned: "Range", min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
+def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
                 compression: str | None) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
     """One range -> its part file of each order, written under ROOT in SCHEMA, within BUDGET; returns
     ({"order", "file", "first", "last"} per part file, {order: (n-grams, matches, volumes)}, the RunFiles of
