@@ -32,7 +32,7 @@ from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import SPILL_COMPRESSION, TOKEN_SPILL_COMPRESSION
+from ngramflow.transforms.sizing import SPILL_COMPRESSION, TOKEN_SPILL_COMPRESSION, release_freed_memory
 from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
 from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
 
@@ -159,6 +159,7 @@ class MergeRanges(MergeRange):
 
     def process(self, runs: list[RunFile]):
         token_runs = []
+        release_freed_memory()
         with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="merge") as pool:
             planned = plan_ranges(runs, self.range_rows, self.workers)
             for each, merged_range in zip(planned, pool.map(self.merge, planned)):

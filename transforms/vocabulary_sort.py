@@ -35,7 +35,7 @@ import pyarrow as pa
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged, rows_before
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens
+from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
 from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved_rows,
                                              sort_by_rank, split_reserved, token_of_rank, with_rank)
@@ -104,6 +104,7 @@ def number_vocabulary(runs: list[RunFile], folder: str, budget: int, root: str, 
     of this process, each within BUDGET; returns the tokens of each id range. The embedded runner's way
     (NumberVocabularyOnDisk): its workers are threads of one process, and the passes' steps of the graph
     cost it more than they spread."""
+    release_freed_memory()
     with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="vocabulary") as pool:
         ranked = list(pool.map(lambda planned: rank_token_range(planned, folder, budget),
                                plan_ranges(runs, range_rows, workers)))
