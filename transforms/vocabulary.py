@@ -79,19 +79,16 @@ _RANK = "rank"  # the key of the id order: bytes whose order is the id order
 _RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: a flag and a count
 
 
-def _rank_head(tokens: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """What the rank of each token puts before its bytes: whether it has a counted unigram row, and its
-    match count complemented (0 without one), so that both sort as the id order wants."""
-    match = columnar.whole(tokens["match_count"])
-    counted = columnar.numpy(pc.is_valid(match))
-    return counted, np.where(counted, np.iinfo(np.int64).max - columnar.numpy(match.fill_null(0)), 0)
+def _counts(tokens: pa.Table) -> np.ndarray:
+    """Each token's unigram match count, -1 where it has none: what its rank puts before its bytes
+    (native.rank_keys)."""
+    return columnar.numpy(columnar.whole(tokens["match_count"]).fill_null(-1))
 
 
 def with_rank(tokens: pa.Table) -> pa.Table:
     """TOKENS with a first column whose byte order is the id order: a flag (0: counted), the count
     complemented to sort descending (big-endian), then the token's UTF-8 bytes (native.rank_keys)."""
-    counts = columnar.numpy(columnar.whole(tokens["match_count"]).fill_null(-1))
-    return tokens.add_column(0, _RANK, native.rank_keys(columnar.whole(tokens["token"]), counts))
+    return tokens.add_column(0, _RANK, native.rank_keys(columnar.whole(tokens["token"]), _counts(tokens)))
 
 
 def token_of_rank(table: pa.Table) -> pa.Array:
@@ -107,8 +104,8 @@ def rank_tokens_in_order(table: pa.Table) -> pa.Table:
     first, count descending) keeps the token order within equal heads, which is the rank's tie-break. The
     head is one number (the complemented count, or -1 for uncounted tokens: last, as unsigned), radix
     sorted (575K tokens: 18 ms against 46 ms for NumPy's lexsort of the flag and count)."""
-    counted, complement = _rank_head(table)
-    return table.take(native.radix_order(np.where(counted, complement, -1))).combine_chunks()
+    counts = _counts(table)
+    return table.take(native.radix_order(np.where(counts >= 0, np.iinfo(np.int64).max - counts, -1))).combine_chunks()
 
 
 def sort_by_rank(table: pa.Table) -> pa.Table:
