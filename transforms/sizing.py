@@ -5,7 +5,6 @@ says what it trades.
 """
 
 import ctypes
-import ctypes.util
 import functools
 import os
 import shutil
@@ -268,9 +267,9 @@ def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
 
 @functools.cache
 def _malloc_trim():
-    """glibc's malloc_trim, or None where the C library has none (macOS, musl)."""
-    name = ctypes.util.find_library("c")
-    return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    """glibc's malloc_trim, or None where the C library has none (macOS, musl): looked up among the symbols the
+    process has loaded, where ctypes.util.find_library would run ldconfig to find the library's file."""
+    return getattr(ctypes.CDLL(None), "malloc_trim", None)
 
 
 def release_freed_memory() -> None:
