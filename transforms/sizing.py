@@ -276,7 +276,8 @@ def release_freed_memory() -> None:
     """Give the memory the process has freed back to the system, before a stage that runs in threads of its
     own: glibc keeps what a thread frees in that thread's arena, for the thread to use again, and the read
     stage's threads are done with theirs. Without it the vocabulary's threads (new arenas) peaked on top of it:
-    the 2020 shards of 80M rows, 502-530 MiB, with it 433-477 MiB (3 runs each, BENCHMARKS.md tenth round)."""
+    the 2020 shards of 80M rows, 502-530 MiB without, 433-477 MiB with (3 runs each); again, alternated, 507-577
+    against 470-529 MiB (4 runs each; BENCHMARKS.md, tenth round)."""
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
