@@ -48,9 +48,9 @@ def strictly_ascending(keys: pa.Array) -> bool:
 
 
 def fold_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray, how: str) -> tuple[np.ndarray, int]:
-    """(each group's sum (HOW "sum"), largest value ("max") or the row of that value, the first on ties
-    ("argmax"); the first group whose sum does not fit int64, -1: none) of int64 VALUES grouped as
-    merge_order's (ORDER, STARTS) give them: native/src/order.rs."""
+    """(each group's sum (HOW "sum") or the row of its largest value, the first on ties ("argmax"); the first
+    group whose sum does not fit int64, -1: none) of int64 VALUES grouped as merge_order's (ORDER, STARTS)
+    give them: native/src/order.rs."""
     results, failed = _kernel.fold_groups(np.ascontiguousarray(values, np.int64),
                                           None if order is None else np.ascontiguousarray(order, np.int64),
                                           np.ascontiguousarray(starts, np.int64), how)

@@ -447,11 +447,10 @@ fn or_groups<'py>(
 
 /// fold_groups(values, order, starts, how) -> (results, failed)
 ///
-/// Each group of VALUES (int64, one per row) summed (HOW "sum"), its largest value ("max") or the row
-/// of that value, the first on ties ("argmax"), the groups consecutive in ORDER (the rows' order,
-/// int64; None: as they are) from each position of STARTS (int64, increasing): int64 results as
-/// bytes, and the first group whose sum does not fit int64 (-1: none), whose result is then not
-/// given (order.rs).
+/// Each group of VALUES (int64, one per row) summed (HOW "sum") or the row of its largest value, the
+/// first on ties ("argmax"), the groups consecutive in ORDER (the rows' order, int64; None: as they
+/// are) from each position of STARTS (int64, increasing): int64 results as bytes, and the first group
+/// whose sum does not fit int64 (-1: none), whose result is then not given (order.rs).
 #[pyfunction]
 #[pyo3(signature = (values, order, starts, how))]
 fn fold_groups<'py>(
@@ -471,9 +470,6 @@ fn fold_groups<'py>(
     }
     let (results, failed) = match how {
         "sum" => py.allow_threads(|| order::fold_groups(values, order, starts, i64::checked_add)),
-        "max" => {
-            py.allow_threads(|| order::fold_groups(values, order, starts, |a, b| Some(a.max(b))))
-        }
         "argmax" => (
             py.allow_threads(|| order::rows_of_max(values, order, starts)),
             None,
