@@ -1,6 +1,7 @@
 //! Consecutive rows of one n-gram collapsed into one run, as transforms/collapse.py does.
 
 use crate::fields::{YEAR_MAX, YEAR_MIN};
+use crate::order::key_order;
 
 /// Bytes of a whole year-set bit mask (columnar.MASK_BYTES): bit `year - YEAR_MIN`; a run keeps its
 /// span (masks.rs).
@@ -142,9 +143,9 @@ impl Runs {
         self.key_offsets
             .push(i32::try_from(self.key_bytes.len()).map_err(|_| Unrepresentable)?);
         // One comparison a run, of two keys in cache: a sorted input's check costs no pass of its own.
-        if let [.., a, b, c] = self.key_offsets[..] {
-            let (a, b, c) = (a as usize, b as usize, c as usize);
-            self.ascending &= self.key_bytes[a..b] < self.key_bytes[b..c];
+        if let (true, [.., a, b, c]) = (self.ascending, &self.key_offsets[..]) {
+            let (a, b, c) = (*a as usize, *b as usize, *c as usize);
+            self.ascending = key_order(&self.key_bytes[a..b], &self.key_bytes[b..c]).is_lt();
         }
         let open = &mut self.open;
         self.matches.push(open.matches);
