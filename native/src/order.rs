@@ -673,11 +673,17 @@ pub(crate) fn key_order(a: &[u8], b: &[u8]) -> Ordering {
 
 /// The first 8 bytes of a key (zeros past its end) as a big-endian number: heads compare as the keys'
 /// byte order does, equal heads leaving the order to the rest of the bytes.
+#[inline]
 fn head(key: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    let n = key.len().min(8);
-    word[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(word)
+    // A word loaded whole, or the bytes of a shorter key shifted in: a copy of a length not known when
+    // compiled called memcpy.
+    match key.first_chunk::<8>() {
+        Some(word) => u64::from_be_bytes(*word),
+        None => key
+            .iter()
+            .enumerate()
+            .fold(0, |word, (i, &b)| word | (b as u64) << (56 - 8 * i)),
+    }
 }
 
 #[cfg(test)]
