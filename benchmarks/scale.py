@@ -1,6 +1,7 @@
 """Scale benchmark: the embedded import, Flink and DuckDB on generated corpora of growing size.
 
-    python -m benchmarks.scale [--rows-a 2M,8M,32M,64M] [--rows-b 250K,1M,2M,8M] [--workdir DIR] [--clean]
+    python -m benchmarks.scale [--rows-a 2M,8M,32M,64M] [--rows-b 250K,1M,2M,8M] [--rows-c 2M,8M,32M,64M]
+                               [--workdir DIR] [--clean]
                                [--flink batch,checkpointed | --flink none]
     python -m benchmarks.scale --breakdown RUN.bin [--at rss|heap] [--top 15]
 
@@ -42,8 +43,8 @@ from ngramflow.corpus import scale
 from ngramflow.transforms.merge import GROUP_METRICS
 
 START, END = "<!-- bench:scale:start -->", "<!-- bench:scale:end -->"
-DEFAULT_ROWS = {"a": "2M,8M,32M,64M", "b": "250K,1M,2M,8M"}
-_PEERS = {"a": "duckdb-2012", "b": "duckdb-2020"}
+DEFAULT_ROWS = {"a": "2M,8M,32M,64M", "b": "250K,1M,2M,8M", "c": "2M,8M,32M,64M"}
+_PEERS = {"a": "duckdb-2012", "b": "duckdb-2020", "c": "duckdb-2020"}
 _UNITS = {"K": 10**3, "M": 10**6, "G": 10**9}
 
 
@@ -286,6 +287,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows-a", default=DEFAULT_ROWS["a"], help="sizes of shape a (2012 1-grams), in rows")
     parser.add_argument("--rows-b", default=DEFAULT_ROWS["b"], help="sizes of shape b (2020 2-grams), in year rows")
+    parser.add_argument("--rows-c", default=DEFAULT_ROWS["c"], help="sizes of shape c (2020 1-grams), in year rows")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ngramflow-scale"),
                         help="corpora (kept for reuse) and outputs (deleted after each run)")
     parser.add_argument("--clean", action="store_true", help="delete each corpus after its measurements")
@@ -301,9 +303,10 @@ def main(argv=None) -> int:
         return 0
     os.makedirs(args.workdir, exist_ok=True)
     flink_modes = [] if args.flink == "none" else args.flink.split(",")
-    results = [measure_size(args.workdir, shape, rows, args.clean, flink_modes)
-               for shape, text in (("a", args.rows_a), ("b", args.rows_b)) for rows in sizes(text)]
-    custom = [f"--rows-{s} {t}" for s, t in (("a", args.rows_a), ("b", args.rows_b)) if t != DEFAULT_ROWS[s]]
+    rows = {"a": args.rows_a, "b": args.rows_b, "c": args.rows_c}
+    results = [measure_size(args.workdir, shape, size, args.clean, flink_modes)
+               for shape, text in rows.items() for size in sizes(text)]
+    custom = [f"--rows-{s} {t}" for s, t in rows.items() if t != DEFAULT_ROWS[s]]
     custom += [] if args.flink == "batch,checkpointed" else [f"--flink {args.flink}"]
     command = f"python -m benchmarks.scale {' '.join(custom)}" if custom else "make bench-scale"
     section = report(results, command)

@@ -23,8 +23,9 @@ import tempfile
 
 #: (stage, the frames that belong to it: function names as py-spy prints them), deepest match wins.
 STAGES = (
-    # isal's reader decompresses in C, into the line buffer: its time is in the frames that call it.
-    ("decompress (isal)", ("LineReader._fill", "verify_readable")),
+    # isal's reader decompresses in C, into a line buffer (a block ahead, on a thread of its own): its time is
+    # in the frames that call it.
+    ("decompress (isal)", ("LineReader._decompress", "verify_readable")),
     ("parse and collapse (native kernel, one pass)", ("collapse_chunk",)),
     ("write Parquet (n-grams, vocabulary)", ("StreamedTables.", "ParquetWriter.")),
     ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_id_range", "with_rank",

@@ -121,3 +121,33 @@ def test_pack_files_cuts_only_large_files_and_only_when_asked():
     expected_slices = -(-10_000 * read.EXPANSION // 10_000)
     assert units == [[("/a", 100, 0, 1)]] + [[("/b", 10_000, k, expected_slices)] for k in range(expected_slices)] \
         + [[("/c", 50, 0, 1)]]
+
+
+def test_a_piece_stays_valid_until_the_second_after_it(tmp_path, monkeypatch):
+    """Blocks are decompressed ahead into buffers the reader reuses: a piece is parsed while the next is read,
+    so it must not change until the second piece after it is asked for, with two readers sharing the
+    threads and buffers, through short and long lines (longer than the room before a block)."""
+    monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
+    rng = random.Random(3)
+
+    def text(seed_lines: int) -> bytes:
+        lines = [b"w%d\t1990\t%d\t1" % (i, rng.randrange(10**6)) + b"x" * rng.choice([0, 50, 3000, read.LINE_ROOM + 7])
+                 for i in range(seed_lines)]
+        return b"\n".join(lines) + b"\n"
+
+    texts = [text(400), text(300)]
+    readers = [read.LineReader(gz(tmp_path / f"{i}.gz", t), "2012").lines_before(None) for i, t in enumerate(texts)]
+    last = [None, None]  # per reader: the piece handed out last, and its bytes then
+    read_back = [[], []]
+    while readers[0] or readers[1]:
+        for i, pieces in enumerate(readers):
+            piece = pieces and next(pieces, None)
+            if piece is None:
+                readers[i] = None
+                continue
+            if last[i]:
+                view, data = last[i]
+                assert bytes(view) == data, "a piece changed when the one after it was asked for"
+            last[i] = piece[2], bytes(piece[2])
+            read_back[i].append(last[i][1])
+    assert [b"".join(pieces) for pieces in read_back] == texts

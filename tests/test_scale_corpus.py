@@ -9,8 +9,8 @@ from conftest import assert_same_rows, gz_files, import_ok, ngrams_of, reference
 
 from ngramflow.corpus.scale import STAMP, generate
 
-# Small, but several blocks per file in both shapes (scale.BLOCK_ROWS rows per block).
-SIZES = {"a": 400_000, "b": 300_000}
+# Small, but several blocks per file in every shape (scale.BLOCK_ROWS rows per block).
+SIZES = {"a": 400_000, "b": 300_000, "c": 400_000}
 
 
 @pytest.fixture(scope="module", params=sorted(SIZES))
@@ -38,9 +38,9 @@ def test_counts_and_order(corpus):
             file_keys = [(ngram, int(year)) for ngram, year, _, _ in lines]
             assert file_keys == sorted(set(file_keys))
             keys += list(dict.fromkeys(ngram for ngram, _ in file_keys))
-        else:  # one line per n-gram, 1-3 tuples of ascending years
+        else:  # one line per n-gram, its tuples' years ascending; shape b: 1-3 tuples
             rows += sum(len(fields) - 1 for fields in lines)
-            assert all(1 <= len(f) - 1 <= 3 for f in lines)
+            assert all(1 <= len(f) - 1 <= (3 if shape == "b" else 504) for f in lines)
             assert all([int(t.split(b",")[0]) for t in f[1:]] == sorted({int(t.split(b",")[0]) for t in f[1:]})
                        for f in lines)
             keys += [fields[0] for fields in lines]
@@ -50,7 +50,10 @@ def test_counts_and_order(corpus):
         assert {"pos", "punctuation", "other", "a", "z", "7"} <= {f.rsplit("-", 1)[1][:-3] for f in files}
         assert any(b"_NOUN" in k for k in keys) and b"_START_" in keys and b"_END_" in keys
     else:  # range partitions: the shards in name order hold one sorted sequence
-        assert keys == sorted(keys) and abs(rows - SIZES["b"]) < SIZES["b"] // 100
+        assert keys == sorted(keys) and abs(rows - SIZES[shape]) < SIZES[shape] // 100
+    if shape == "c":  # shape a's 1-grams, a line each
+        assert stamp["distinct"] == SIZES["c"] // 34 and rows == SIZES["c"]
+        assert b"_START_" in keys and any(b"_NOUN" in k for k in keys)
 
 
 def test_import_matches_duckdb(corpus, tmp_path):

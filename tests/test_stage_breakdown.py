@@ -13,7 +13,8 @@ def _sample(*frames: str, count: int = 1) -> str:
 def test_samples_go_to_the_deepest_stage_and_waits_are_left_out():
     raw = "\n".join([
         _sample(MAIN, "main", "ReadNgramFile.process", "collapse_chunk", count=5),
-        _sample(MAIN, "main", "ReadNgramFile.process", "LineReader.lines_before", "LineReader._fill", count=2),
+        _sample(MAIN, "main", "ReadNgramFile.process", "LineReader.lines_before", "LineReader._fill", "LineReader._decompress",
+                count=2),
         _sample(MAIN, "main", "ReadNgramFile.process", "LineReader.lines_before", count=1),
         _sample(MAIN, "main", "MergeRange.process", "StreamedTables.write", "ParquetWriter.write_table", count=3),
         _sample(MAIN, "main", "MergeRange.process", "distinct_tokens", "merge_tokens", count=4),

@@ -1,6 +1,6 @@
 """Peak memory of every process, and the largest key, of a Flink import on a local session cluster.
 
-    .venv/bin/python tools/flink_memory_benchmark.py [--rows 2400000 | --shape a|b --rows N | --corpus DIR]
+    .venv/bin/python tools/flink_memory_benchmark.py [--rows 2400000 | --shape a|b|c --rows N | --corpus DIR]
                                                      [--mode batch|checkpointed] [--taskmanager-memory 2g]
                                                      [--slice-size 64m] [--check] [--workdir DIR]
 

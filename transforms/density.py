@@ -22,7 +22,7 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
     """Run-table bytes per file byte (gzipped, if the file is) of the first chunk of one file; None if it
     cannot be read (the import itself reports why)."""
     try:
-        reader = LineReader(path, settings.format)
+        reader = LineReader(path, settings.format, read_ahead=False)  # one block is all it reads
     except (InputFileError, *CORRUPT_ERRORS):
         return None
     try:
@@ -30,7 +30,7 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
             return None
         first_line, _, chunk = next(reader.lines_before(None))
         runs = collapse_chunk(chunk, reader.format, path, first_line, settings.policy, settings.keep_years).runs
-        return runs.nbytes / max(1, reader.raw.tell())
+        return runs.nbytes / max(1, reader.compressed)
     except (StopIteration, *CORRUPT_ERRORS):
         return None
     finally:

@@ -72,17 +72,18 @@ class Range(NamedTuple):
     runs: list[RunFile]
 
 
-def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1) -> list[Range]:
-    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows. When
-    there is more than one, their number is rounded up to a multiple of WORKERS, so that each worker merges
-    a like share (5 ranges on 2 workers left the last range's second or so to one core).
+def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1, at_least: int = 1) -> list[Range]:
+    """Consecutive key ranges that cover every key, each holding about RANGE_ROWS of the runs' rows, and
+    AT_LEAST of them where the batches allow. When there is more than one, their number is rounded up to a
+    multiple of WORKERS, so that each worker merges a like share (5 ranges on 2 workers left the last range's
+    second or so to one core).
 
     The cuts are batch first keys, each batch's rows counted at its first key: a
     batch's rows spread over its own key range, which is small when files are many.
     """
     marks = sorted((first, rows) for run in runs for first, _, rows in run.batches)
     total = sum(rows for _, rows in marks)
-    ranges = max(1, math.ceil(total / range_rows))
+    ranges = max(at_least, math.ceil(total / range_rows))
     if ranges > 1:
         ranges = -(-ranges // workers) * workers
     cuts, seen = [], 0
