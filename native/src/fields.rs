@@ -21,11 +21,34 @@ pub enum Format {
 }
 
 /// The count that `text` starts with, and the bytes its digits take: at least one digit, the value
-/// fitting an int64; the first byte that is not a digit ends it.
+/// fitting an int64; the first byte that is not a digit ends it. Its first three digits are read in
+/// line, each exit with its length known, and count_on's loop, out of line, reads on: nearly every
+/// count has one to three digits (99% of a 2020 2-gram file's matches and volumes), and one loop for
+/// all was 3-5% slower on the 2020 files. Eight bytes read as one word were slower still (BENCHMARKS.md).
+#[inline(always)]
 fn leading_count(text: &[u8]) -> Option<(i64, usize)> {
+    let digit = |at: usize| {
+        text.get(at)
+            .map(|b| b.wrapping_sub(b'0'))
+            .filter(|&d| d <= 9)
+            .map(|d| d as i64)
+    };
+    let first = digit(0)?;
+    let Some(second) = digit(1) else {
+        return Some((first, 1));
+    };
+    let Some(third) = digit(2) else {
+        return Some((first * 10 + second, 2));
+    };
+    count_on(text, first * 100 + second * 10 + third, 3)
+}
+
+/// leading_count's byte loop, from `digits` digits already read, worth `value`: counts of more than
+/// three digits.
+#[cold]
+#[inline(never)]
+fn count_on(text: &[u8], mut value: i64, mut digits: usize) -> Option<(i64, usize)> {
     // One pass, unchecked: 18 digits stay below 10^18 < 2^63. Longer numbers are read again, checked.
-    let mut value: i64 = 0;
-    let mut digits = 0;
     while let Some(digit) = text
         .get(digits)
         .map(|b| b.wrapping_sub(b'0'))
@@ -46,17 +69,18 @@ fn leading_count(text: &[u8]) -> Option<(i64, usize)> {
     }
 }
 
-/// The value of four digits that `text` starts with when a comma follows them, as every year of a
-/// 2020 tuple is written: one load and compare, where leading_count takes a byte at a time (a 2020
-/// line's tuples were a third of its kernel time). Anything else (None) is read by leading_count.
+/// The value of four digits that `text` starts with when `then` follows them, as every year is written
+/// (a comma after a 2020 tuple's, a tab after a 2012 or 2009 line's): one load and compare, where
+/// leading_count takes a byte at a time (a 2020 line's tuples were a third of its kernel time).
+/// Anything else (None) is read by leading_count.
 #[inline(always)]
-fn four_digits_then_comma(text: &[u8]) -> Option<i64> {
+fn four_digits_then(text: &[u8], then: u8) -> Option<i64> {
     let head: [u8; 5] = text.get(..5)?.try_into().ok()?;
     let digits = u32::from_le_bytes([head[0], head[1], head[2], head[3]]).wrapping_sub(0x3030_3030);
     // Each byte a digit: below 10 after the subtraction, with no borrow from a byte below b'0' (a borrow
     // sets the high bits of the bytes above; 0x76 added to a byte of 0..=9 leaves its high bit clear).
     let plain = (digits | digits.wrapping_add(0x7676_7676)) & 0x8080_8080 == 0;
-    (plain && head[4] == b',').then(|| {
+    (plain && head[4] == then).then(|| {
         let [a, b, c, d] = digits.to_le_bytes();
         a as i64 * 1000 + b as i64 * 100 + c as i64 * 10 + d as i64
     })
@@ -154,6 +178,18 @@ impl Cursor<'_> {
         })
     }
 
+    /// count_then of a year: four digits and `then` with one load and compare, else count_then.
+    #[inline(always)]
+    fn year_then(&mut self, then: u8) -> Option<u16> {
+        in_years(match four_digits_then(&self.text[self.at..], then) {
+            Some(year) => {
+                self.at += 5;
+                year
+            }
+            None => self.count_then(then)?,
+        })
+    }
+
     /// The line's last count: the line ends after it, at a newline or the end of the text.
     fn last_count(&mut self) -> Option<i64> {
         let (value, digits) = leading_count(&self.text[self.at..])?;
@@ -214,24 +250,18 @@ pub fn counts(
     };
     match format {
         Format::V2012 => {
-            let year = in_years(cursor.count_then(b'\t')?)?;
+            let year = cursor.year_then(b'\t')?;
             let matches = cursor.count_then(b'\t')?;
             row(year, matches, cursor.last_count()?);
         }
         Format::V2009 => {
-            let year = in_years(cursor.count_then(b'\t')?)?;
+            let year = cursor.year_then(b'\t')?;
             let matches = cursor.count_then(b'\t')?;
             cursor.count_then(b'\t')?; // pages: checked, not kept
             row(year, matches, cursor.last_count()?);
         }
         Format::V2020 => loop {
-            let year = in_years(match four_digits_then_comma(&text[cursor.at..]) {
-                Some(year) => {
-                    cursor.at += 5;
-                    year
-                }
-                None => cursor.count_then(b',')?,
-            })?;
+            let year = cursor.year_then(b',')?;
             let matches = cursor.count_then(b',')?;
             let (volumes, digits) = leading_count(&text[cursor.at..])?;
             cursor.at += digits;
@@ -266,6 +296,140 @@ mod tests {
         for odd in [&b""[..], b"-0", b"+5", b" 5", b"5 ", b"0x10", b"5.0"] {
             assert_eq!(count(odd), None);
         }
+    }
+
+    /// leading_count as it was, one loop a byte at a time: the reference.
+    fn leading_count_bytes(text: &[u8]) -> Option<(i64, usize)> {
+        let mut value: i64 = 0;
+        let mut digits = 0;
+        while let Some(digit) = text
+            .get(digits)
+            .map(|b| b.wrapping_sub(b'0'))
+            .filter(|&d| d <= 9)
+        {
+            value = value.wrapping_mul(10).wrapping_add(digit as i64);
+            digits += 1;
+        }
+        match digits {
+            0 => None,
+            1..=18 => Some((value, digits)),
+            _ => text[..digits]
+                .iter()
+                .try_fold(0i64, |value, &b| {
+                    value.checked_mul(10)?.checked_add((b - b'0') as i64)
+                })
+                .map(|value| (value, digits)),
+        }
+    }
+
+    /// leading_count of `text` and of each of its heads (the shorter ones end where the text does),
+    /// compared with the byte loop's.
+    fn same_as_bytes(text: &[u8]) -> usize {
+        for end in 0..=text.len() {
+            let head = &text[..end];
+            assert_eq!(leading_count(head), leading_count_bytes(head), "{head:?}");
+        }
+        text.len() + 1
+    }
+
+    #[test]
+    fn a_count_is_read_as_the_byte_loop_reads_it() {
+        let mut state = 29u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        // Bytes after a count's digits: the edges of the digits ('/' and ':'), the separators, the
+        // edges of a borrow and a carry in arithmetic on words, and others.
+        let stops: &[u8] = b"/:,\t\n\r \x00\x01\x7f\x80\x8a\xa5\xaf\xb0\xb9\xba\xc0\xff";
+        let mut texts = 0;
+        // Every digit count 0..=20 (of random digits, zeros, nines, 1 then zeros, and i64::MAX's
+        // heads and its neighbours), then a stop or the end of the text, then random bytes.
+        let max = i64::MAX.to_string().into_bytes();
+        for digits in 0..=20usize {
+            let mut numbers: Vec<Vec<u8>> = vec![
+                vec![b'0'; digits],
+                vec![b'9'; digits],
+                (0..digits)
+                    .map(|i| if i == 0 { b'1' } else { b'0' })
+                    .collect(),
+                (0..digits).map(|i| b'0' + (i % 10) as u8).collect(),
+                (0..digits).map(|i| b'0' + (9 - i % 10) as u8).collect(),
+                max.iter().chain(b"000").take(digits).copied().collect(),
+            ];
+            for _ in 0..50 {
+                let mut number: Vec<u8> = (0..digits).map(|_| b'0' + (next() % 10) as u8).collect();
+                if digits > 1 && next() % 2 == 0 {
+                    let zeros = 1 + next() % (digits - 1);
+                    number[..zeros].fill(b'0'); // leading zeros
+                }
+                numbers.push(number);
+            }
+            if digits == max.len() {
+                // i64::MAX and the numbers beside it.
+                for value in [i64::MAX - 1, i64::MAX] {
+                    numbers.push(value.to_string().into_bytes());
+                }
+                numbers.push(b"9223372036854775808".to_vec());
+                numbers.push(b"9223372036854775810".to_vec());
+                numbers.push(b"9999999999999999999".to_vec());
+                numbers.push(b"1000000000000000000".to_vec());
+            }
+            if digits == 20 {
+                numbers.push(b"09223372036854775807".to_vec());
+                numbers.push(b"00000000000000000001".to_vec());
+            }
+            for number in &numbers {
+                assert_eq!(number.len(), digits);
+                for &stop in stops {
+                    for tail in 0..12 {
+                        let mut text = number.clone();
+                        text.push(stop);
+                        text.extend((0..tail).map(|_| match next() % 3 {
+                            0 => b'0' + (next() % 10) as u8,
+                            1 => stops[next() % stops.len()],
+                            _ => next() as u8,
+                        }));
+                        texts += same_as_bytes(&text);
+                    }
+                }
+                texts += same_as_bytes(number); // the digits end the text
+            }
+        }
+        // Every text of 8 bytes from digits and the bytes that could be mistaken for them, alone
+        // and with a ninth byte: a digit, a newline or a high byte.
+        let alphabet = b"059/:,\x00\xff";
+        let mut text = [0u8; 9];
+        for n in 0..alphabet.len().pow(8) {
+            let mut rest = n;
+            for byte in text[..8].iter_mut() {
+                *byte = alphabet[rest % alphabet.len()];
+                rest /= alphabet.len();
+            }
+            text[8] = [b'7', b'\n', 0x80][n % 3];
+            assert_eq!(leading_count(&text), leading_count_bytes(&text), "{text:?}");
+            assert_eq!(
+                leading_count(&text[..8]),
+                leading_count_bytes(&text[..8]),
+                "{text:?}"
+            );
+            texts += 2;
+        }
+        // Random texts of digits and stops, of every length up to 30 (their heads too).
+        for _ in 0..100_000 {
+            let len = next() % 31;
+            let text: Vec<u8> = (0..len)
+                .map(|_| match next() % 8 {
+                    0 => stops[next() % stops.len()],
+                    1 => next() as u8,
+                    _ => b'0' + (next() % 10) as u8,
+                })
+                .collect();
+            texts += same_as_bytes(&text);
+        }
+        assert!(texts > 20_000_000, "{texts}");
     }
 
     #[test]
@@ -319,24 +483,26 @@ mod tests {
     #[test]
     fn a_four_digit_year_is_read_as_the_byte_loop_reads_it() {
         // Every head of five bytes from digits and the bytes beside them ('/' and ':' around the
-        // digits, a borrow's and a carry's edges), compared with leading_count and its comma.
-        let alphabet = b"0123456789/:,\x00\x7f\x80\xaf\xb0\xff ";
-        let mut heads = 0;
-        for n in 0..alphabet.len().pow(5) {
-            let mut head = [0u8; 5];
-            let mut rest = n;
-            for byte in head.iter_mut() {
-                *byte = alphabet[rest % alphabet.len()];
-                rest /= alphabet.len();
+        // digits, a borrow's and a carry's edges), compared with the byte loop and its comma or tab.
+        let alphabet = b"0123456789/:,\t\x00\x7f\x80\xaf\xb0\xff ";
+        for then in [b',', b'\t'] {
+            let mut heads = 0;
+            for n in 0..alphabet.len().pow(5) {
+                let mut head = [0u8; 5];
+                let mut rest = n;
+                for byte in head.iter_mut() {
+                    *byte = alphabet[rest % alphabet.len()];
+                    rest /= alphabet.len();
+                }
+                let reference = leading_count_bytes(&head)
+                    .filter(|&(_, digits)| digits == 4 && head[4] == then)
+                    .map(|(value, _)| value);
+                assert_eq!(four_digits_then(&head, then), reference, "{head:?}");
+                heads += reference.is_some() as usize;
             }
-            let reference = leading_count(&head)
-                .filter(|&(_, digits)| digits == 4 && head[4] == b',')
-                .map(|(value, _)| value);
-            assert_eq!(four_digits_then_comma(&head), reference, "{head:?}");
-            heads += reference.is_some() as usize;
+            assert_eq!(heads, 10_000);
+            assert_eq!(four_digits_then(b"1990", then), None); // no room for the comma or tab
         }
-        assert_eq!(heads, 10_000);
-        assert_eq!(four_digits_then_comma(b"1990"), None); // no room for the comma
     }
 
     #[test]
