@@ -298,28 +298,9 @@ mod tests {
         }
     }
 
-    /// leading_count as it was, one loop a byte at a time: the reference.
+    /// leading_count as it was, one loop a byte at a time from the first digit: the reference.
     fn leading_count_bytes(text: &[u8]) -> Option<(i64, usize)> {
-        let mut value: i64 = 0;
-        let mut digits = 0;
-        while let Some(digit) = text
-            .get(digits)
-            .map(|b| b.wrapping_sub(b'0'))
-            .filter(|&d| d <= 9)
-        {
-            value = value.wrapping_mul(10).wrapping_add(digit as i64);
-            digits += 1;
-        }
-        match digits {
-            0 => None,
-            1..=18 => Some((value, digits)),
-            _ => text[..digits]
-                .iter()
-                .try_fold(0i64, |value, &b| {
-                    value.checked_mul(10)?.checked_add((b - b'0') as i64)
-                })
-                .map(|value| (value, digits)),
-        }
+        count_on(text, 0, 0)
     }
 
     /// leading_count of `text` and of each of its heads (the shorter ones end where the text does),
