@@ -8,6 +8,7 @@ reader that skips there must be the same lines with the same numbers.
 import gzip
 import os
 import random
+import time
 
 import pyarrow as pa
 import pytest
@@ -151,3 +152,28 @@ def test_a_piece_stays_valid_until_the_second_after_it(tmp_path, monkeypatch):
             last[i] = piece[2], bytes(piece[2])
             read_back[i].append(last[i][1])
     assert [b"".join(pieces) for pieces in read_back] == texts
+
+
+def test_a_reader_stopped_early_waits_for_the_piece_being_collapsed(tmp_path, monkeypatch):
+    """The piece after the one taken is collapsing on another thread, reading the reader's buffer: closing
+    the pieces (as an error in the caller does) must wait for it, before the reader gives its buffers back."""
+    monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
+    running, collapse = [], read.collapse_chunk
+
+    def slow_collapse(chunk, fmt, path, first_line, *args):
+        running.append(first_line)
+        time.sleep(0 if first_line == 1 else 0.5)  # each piece after the first takes its time
+        try:
+            return collapse(chunk, fmt, path, first_line, *args)
+        finally:
+            running.remove(first_line)
+
+    monkeypatch.setattr(read, "collapse_chunk", slow_collapse)
+    text = b"".join(b"w%d\t1990\t3\t1\n" % i for i in range(5000))
+    reader = read.LineReader(gz(tmp_path / "f.gz", text), "2012")
+    pieces = read._collapsed(reader, None, read.ReadSettings())
+    first_line, lines, collapsed = next(pieces)
+    assert first_line == 1 and collapsed.runs.num_rows == lines and running  # the next piece is collapsing
+    pieces.close()
+    assert not running
+    reader.close()

@@ -523,16 +523,18 @@ class ReadNgramFile(beam.DoFn):
             for _ in reader.lines_before(start):
                 pass  # earlier slices' lines: a fresh reader skips them
             started, share = reader.compressed, _share(size, index, slices)
-            for first_line, lines, collapsed in _collapsed(reader, end, settings):
-                stats["rows_read"] += lines
-                stats["rows_rejected"] += collapsed.rejects.num_rows
-                stats["rows_filtered"] += collapsed.dropped
-                if collapsed.rejects.num_rows:
-                    name = f"part-{file_id(path)}-{first_line:012d}"
-                    yield beam.pvalue.TaggedOutput(self.REJECTS, (name, collapsed.rejects))
-                if collapsed.runs.num_rows:
-                    yield collapsed
-                self.progress.update(stats["rows_read"], min(reader.compressed - started, share))
+            # Closed before the reader is, if the caller stops early: the piece collapsing still reads a buffer.
+            with contextlib.closing(_collapsed(reader, end, settings)) as pieces:
+                for first_line, lines, collapsed in pieces:
+                    stats["rows_read"] += lines
+                    stats["rows_rejected"] += collapsed.rejects.num_rows
+                    stats["rows_filtered"] += collapsed.dropped
+                    if collapsed.rejects.num_rows:
+                        name = f"part-{file_id(path)}-{first_line:012d}"
+                        yield beam.pvalue.TaggedOutput(self.REJECTS, (name, collapsed.rejects))
+                    if collapsed.runs.num_rows:
+                        yield collapsed
+                    self.progress.update(stats["rows_read"], min(reader.compressed - started, share))
             if end is not None:
                 _OPEN_READERS.keep(path, end, reader)
                 kept = True
@@ -545,25 +547,18 @@ def _collapsed(reader: LineReader, end: int | None, settings: ReadSettings):
     """(number of the first line, number of lines, Collapsed) of each piece of READER's lines before END, in
     order; each piece is collapsed on a thread of _AHEAD while the one before it is taken (a piece stays valid
     until the second after it is asked for)."""
-    def collapsing(first_line, lines, chunk):
-        return first_line, lines, _AHEAD.submit(collapse_chunk, chunk, reader.format, reader.path, first_line,
-                                                settings.policy, settings.keep_years)
-
-    def taken(first_line, lines, future):
-        return first_line, lines, future.result()
-
-    pending = None
+    pending = None  # (first line, lines, future Collapsed) of the piece being collapsed
     try:
-        for piece in reader.lines_before(end):
-            piece = collapsing(*piece)
-            if pending:
-                yield taken(*pending)
-            pending = piece
-        if pending:
-            piece, pending = pending, None
-            yield taken(*piece)
-    finally:
-        if pending and not pending[2].cancel():  # the piece's buffer outlives its collapse
+        for first_line, lines, chunk in reader.lines_before(end):
+            done, pending = pending, (first_line, lines, _AHEAD.submit(
+                collapse_chunk, chunk, reader.format, reader.path, first_line, settings.policy, settings.keep_years))
+            if done:
+                yield done[0], done[1], done[2].result()
+        done, pending = pending, None
+        if done:
+            yield done[0], done[1], done[2].result()
+    finally:  # stopped early (an error here or in the caller): the piece's buffer outlives its collapse
+        if pending and not pending[2].cancel():
             pending[2].exception()
 
 
