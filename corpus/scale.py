@@ -218,7 +218,7 @@ class _Series(NamedTuple):
         return _Series(self.tokens.take(pa.array(order)), *(column[order] for column in self[1:]))
 
     def rows(self, rng: np.random.Generator, lo: int, hi: int) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
-        """The year rows of n-grams lo..hi: (owner, year, match text, volume text), owners ascending."""
+        """The year rows of n-grams lo..hi: (owner, match text, volume text, year), owners ascending."""
         counts = self.counts[lo:hi]
         owner = np.repeat(np.arange(lo, hi), counts)
         k = np.arange(len(owner)) - np.repeat(_starts(counts), counts)  # index in the series
@@ -284,13 +284,20 @@ def _shape_c(out_dir: str, rng: np.random.Generator, rows: int) -> tuple[list[st
         index[is_tuple] = hi - lo + np.arange(len(owner))
         return pa.concat_arrays([tokens.slice(lo, hi - lo), tuples]).take(pa.array(index))
 
-    shards = max(1, round(n / LINES_PER_SHARD_2020_1GRAMS))
-    bounds, names = np.arange(shards + 1) * n // shards, []
-    for shard in range(shards):
-        names.append(f"1-{shard:05d}-of-{shards:05d}.gz")
-        lo, hi = int(bounds[shard]), int(bounds[shard + 1])
-        _write_gzip(os.path.join(out_dir, names[-1]), (block(a, b) for a, b in _row_blocks(series.counts, lo, hi)))
+    names = _write_shards(out_dir, 1, n, max(1, round(n / LINES_PER_SHARD_2020_1GRAMS)),
+                          lambda lo, hi: (block(a, b) for a, b in _row_blocks(series.counts, lo, hi)))
     return names, int(series.counts.sum()), n
+
+
+def _write_shards(out_dir: str, order: int, lines: int, shards: int, blocks) -> list[str]:
+    """LINES sorted lines as Google's 2020 export cuts an ORDER's: SHARDS range partitions of equal numbers of
+    lines, cut anywhere in the sequence, named ``{order}-{i:05d}-of-{shards:05d}.gz``; ``blocks(lo, hi)`` gives
+    the text blocks of lines lo..hi. Returns the names."""
+    bounds, names = np.arange(shards + 1) * lines // shards, []
+    for shard in range(shards):
+        names.append(f"{order}-{shard:05d}-of-{shards:05d}.gz")
+        _write_gzip(os.path.join(out_dir, names[-1]), blocks(int(bounds[shard]), int(bounds[shard + 1])))
+    return names
 
 
 # ---------------------------------------------------------------- shape (b): 2020 2-grams
@@ -358,15 +365,9 @@ def _shape_b(out_dir: str, rng: np.random.Generator, rows: int) -> tuple[list[st
         index[is_tuple] = 2 * size + (_TUPLE_YEARS - 1 - years_before) * _TUPLE_COUNTS + tuple_draw % _TUPLE_COUNTS
         return pieces.take(pa.array(index))
 
-    # Range partitions: equal numbers of lines, cut anywhere in the sorted sequence.
     total = int(ends[-1])
-    shards = max(4, round(total / LINES_PER_SHARD))
-    bounds, names = np.arange(shards + 1) * total // shards, []
-    for shard in range(shards):
-        names.append(f"2-{shard:05d}-of-{shards:05d}.gz")
-        lo, hi = int(bounds[shard]), int(bounds[shard + 1])
-        blocks = (block(a, min(a + BLOCK_ROWS // 2, hi)) for a in range(lo, hi, BLOCK_ROWS // 2))
-        _write_gzip(os.path.join(out_dir, names[-1]), blocks)
+    names = _write_shards(out_dir, 2, total, max(4, round(total / LINES_PER_SHARD)), lambda lo, hi: (
+        block(a, min(a + BLOCK_ROWS // 2, hi)) for a in range(lo, hi, BLOCK_ROWS // 2)))
     return names, tuple_rows, total
 
 
