@@ -87,3 +87,25 @@ def test_distinct_tokens_are_every_token_once_in_byte_order_with_its_first_unigr
         for row, ngram in enumerate(ngrams.to_pylist()):
             first_row.setdefault(ngram, row)
         assert rows.tolist() == [first_row.get(token, -1) for token in expected]
+
+
+@pytest.mark.parametrize("cache_bytes", [64, 1 << 10, 1 << 20])
+def test_distinct_tokens_leave_out_only_tokens_given_before(cache_bytes):
+    """A worker's tables through one RecentTokens (64 bytes: one bucket, forgetting all the time): each table
+    gives every unigram with its row, and every other token unless an earlier table of the worker gave it;
+    so the tables give every token at least once, and tokens too long for the cache every time."""
+    rng = random.Random(cache_bytes)
+    words = [t for t in TOKENS if t and " " not in t] + ["x" * 23, "y" * 24, "long-" * 9]
+    recent, given = native.RecentTokens(cache_bytes), set()
+    for _ in range(300):
+        ngrams = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 4))) for _ in range(rng.randrange(0, 40))]
+        tokens, rows = native.distinct_tokens(pa.array(ngrams, pa.string()), recent)
+        tokens = tokens.to_pylist()
+        assert tokens == sorted(set(tokens), key=lambda t: t.encode())
+        unigrams = {n: row for row, n in reversed(list(enumerate(ngrams))) if " " not in n}
+        assert {t: r for t, r in zip(tokens, rows.tolist()) if r >= 0} == unigrams
+        in_table = {t for n in ngrams for t in n.split(" ")}
+        assert set(tokens) <= in_table
+        assert in_table - set(tokens) <= given, "a token left out that no earlier table gave"
+        assert {t for t in in_table if len(t.encode()) > 23} <= set(tokens)
+        given |= set(tokens)

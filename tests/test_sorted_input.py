@@ -19,10 +19,9 @@ from ngramflow.pipeline.options import ImportOptions
 from ngramflow.transforms.native import prefix_stretches
 from ngramflow.transforms.kernel import Collapsed, collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
-from ngramflow.transforms.runfiles import RunSpiller
 from ngramflow.transforms.sizing import ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
 from ngramflow.transforms.sorted_input import InputNotSorted, SortedFile
-from ngramflow.transforms.vocabulary import merge_tokens
+from ngramflow.transforms.vocabulary import TokenRuns
 
 
 def manifest_of(dataset) -> dict:
@@ -152,7 +151,7 @@ def chunk_of(text: str) -> Collapsed:
 
 
 def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
-    tokens = RunSpiller(str(tmp_path / "tokens"), "tokens", merge_tokens, 1 << 20)
+    tokens = TokenRuns(str(tmp_path / "tokens"), 1 << 20)
     os.makedirs(tmp_path / "tokens")
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
     outputs = [*sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
@@ -164,7 +163,7 @@ def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
 
 
 def test_a_table_before_the_last_is_refused(tmp_path):
-    tokens = RunSpiller(str(tmp_path), "tokens", merge_tokens, 1 << 20)
+    tokens = TokenRuns(str(tmp_path), 1 << 20)
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
     list(sorted_file.add(chunk_of("b\t2000\t1\t1\nc\t2000\t2\t1\n")))
     with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'c'"):
@@ -172,7 +171,7 @@ def test_a_table_before_the_last_is_refused(tmp_path):
 
 
 def test_a_chunk_is_checked_order_by_order(tmp_path):
-    tokens = RunSpiller(str(tmp_path), "tokens", merge_tokens, 1 << 20)
+    tokens = TokenRuns(str(tmp_path), 1 << 20)
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
     mixed = chunk_of("a\t2000\t1\t1\na b\t2000\t1\t1\nb\t2000\t1\t1\na c\t2000\t1\t1\n")
     assert not mixed.ascending  # each order ascends: the file is in order, the kernel's flag alone cannot say

@@ -115,9 +115,11 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
                        "match_count": counts, "volume_count": counts // 2 + 1})
     monkeypatch.setenv(PART_TOKENS_VARIABLE, "700")
     budget = 8 << 10
-    tokens = runfiles.RunSpiller(str(tmp_path), "tokens", vocabulary.merge_tokens, budget)
-    runs = [run for start in range(0, ngrams.num_rows, 500)
-            for run in tokens.add(vocabulary.distinct_tokens(ngrams.slice(start, 500)))] + tokens.flush()
+    # The tokens as a worker gives them: each table's less those it gave lately (most, here: 3,000 words), in
+    # runs small enough to be many.
+    tokens = vocabulary.TokenRuns(str(tmp_path), budget // 4)
+    runs = [run for start in range(0, ngrams.num_rows, 500) for run in tokens.add(ngrams.slice(start, 500))]
+    runs += tokens.flush()
     assert len(runs) > MERGE_FANIN, "a merge pass of token runs"
     ranges = spill.plan_ranges(runs, 1500, workers=2)
     assert len(ranges) > 1, "several token ranges"

@@ -81,12 +81,18 @@ def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
     return starts if order is None else order[starts]
 
 
-def distinct_tokens(ngrams: pa.Array) -> tuple[pa.Array, np.ndarray]:
+#: RecentTokens(bytes): the tokens a worker gave its token runs lately, a cache of about BYTES that
+#: distinct_tokens leaves out and adds to (native/src/recent.rs).
+RecentTokens = _kernel.RecentTokens
+
+
+def distinct_tokens(ngrams: pa.Array, recent: RecentTokens | None = None) -> tuple[pa.Array, np.ndarray]:
     """(the distinct tokens of a string array of n-grams, sorted; each one's first unigram row among the
-    n-grams, int64, -1 where it has none): native/src/order.rs."""
+    n-grams, int64, -1 where it has none): native/src/order.rs. With RECENT, the tokens of n-grams of two
+    tokens or more that it holds are left out; those it lacks, and every unigram, it holds from then on."""
     if len(ngrams) == 0:
         return pa.array([], pa.string()), np.zeros(0, np.int64)
-    offsets, tokens, rows = _kernel.distinct_tokens(*_string_buffers(ngrams))
+    offsets, tokens, rows = _kernel.distinct_tokens(*_string_buffers(ngrams), recent)
     return (pa.Array.from_buffers(pa.string(), len(offsets) // 4 - 1,
                                   [None, pa.py_buffer(offsets), pa.py_buffer(tokens)]),
             np.frombuffer(rows, np.int64))

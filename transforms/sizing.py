@@ -182,6 +182,12 @@ def spill_compression(input_bytes: int, folder: str, shared: bool) -> str | None
 #: vocabulary's worth a worker, and LZ4 cost more than the bytes it saved (80M rows: 0.3 s of 12.5 s of CPU).
 TOKEN_SPILL_COMPRESSION = None
 
+#: The cache of the tokens a worker gave its token runs lately (vocabulary.TokenRuns), in bytes: 512K tokens
+#: of up to 23 bytes. Measured on one worker's tables of 2-grams (BENCHMARKS.md, fourteenth round): larger
+#: caches leave more tokens out at less cost a token (their look-ups are fetched ahead); 4 to 16 MiB took the
+#: tokens given from 458K to 106K of 5.3M 2-grams over 65K tokens, and from 3.06M to 2.21M of 3.95M over 2.3M.
+RECENT_TOKENS_BYTES = 16 << 20
+
 # The vocabulary.
 
 #: Tokens of a vocabulary part file, at most (the external sort's; the sample sort's parts hold about as many).

@@ -43,12 +43,11 @@ from ngramflow.transforms import columnar, native
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
-from ngramflow.transforms.runfiles import RunSpiller, file_system, make_folder, rows_below
+from ngramflow.transforms.runfiles import file_system, make_folder, rows_below
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS
 from ngramflow.transforms.total import by_order, keep_frequent, order_totals, to_ngram_table
-from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
+from ngramflow.transforms.vocabulary import TokenRuns
 
 
 class InputNotSorted(RuntimeError):
@@ -70,7 +69,7 @@ class SortedFile:
     of one order each, concatenated) holds each order's rows in order, interleaved with the others'."""
 
     def __init__(self, path: str, min_count: int, root: str, schema: pa.Schema, piece_rows: int,
-                 tokens: RunSpiller):
+                 tokens: TokenRuns):
         self.path, self.min_count, self.root, self.schema = path, min_count, root, schema
         self.piece_rows, self.tokens = piece_rows, tokens
         self.name, self.pieces = file_id(path), 0
@@ -140,7 +139,7 @@ class SortedFile:
                                              "rows": 0, "first": ngrams["ngram"][0].as_py()})
         part["last"] = ngrams["ngram"][-1].as_py()
         part["rows"] += ngrams.num_rows
-        for run in self.tokens.add(distinct_tokens(ngrams, unigrams=order == 1)):
+        for run in self.tokens.add(ngrams, unigrams=order == 1):
             yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
         self.rows += ngrams.num_rows
         if self.rows >= self.piece_rows:
@@ -187,7 +186,7 @@ class ReadSortedFiles(ReadNgramFile):
         # The worker's budget, halved as a range's merge halves it: the tokens, and the tables written. One
         # spiller for the bundle's files: a run a file made the vocabulary's merge pass over them again
         # (38 files of 1-grams, 3M tokens: 2.4 s for the vocabulary).
-        self.tokens = RunSpiller(self.folder, "tokens", merge_tokens, self.budget // 2, TOKEN_SPILL_COMPRESSION)
+        self.tokens = TokenRuns(self.folder, self.budget // 2)
 
     def process(self, unit):
         try:

@@ -32,9 +32,9 @@ from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import SPILL_COMPRESSION, TOKEN_SPILL_COMPRESSION, release_freed_memory
+from ngramflow.transforms.sizing import SPILL_COMPRESSION, release_freed_memory
 from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
-from ngramflow.transforms.vocabulary import distinct_tokens, merge_tokens
+from ngramflow.transforms.vocabulary import TokenRuns
 
 #: Tagged outputs of MergeRange besides the part-file records.
 ORDER_TOTALS, TOKEN_RUNS = "order_totals", "token_runs"
@@ -104,7 +104,7 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
     index, _, lo, hi, runs = planned
     totals, parts, token_runs = {}, {}, []
     # The budget, halved: the merge's batches and the range's tokens are held at once.
-    tokens = RunSpiller(folder, "tokens", merge_tokens, budget // 2, TOKEN_SPILL_COMPRESSION)
+    tokens = TokenRuns(folder, budget // 2)
     with StreamedTables(root, schema) as files:
         for piece in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression):
             ngrams = to_ngram_table(keep_frequent(piece, min_count))
@@ -117,7 +117,7 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
-            token_runs += tokens.add(distinct_tokens(ngrams))
+            token_runs += tokens.add(ngrams)
     return list(parts.values()), totals, token_runs + tokens.flush()
 
 

@@ -32,21 +32,24 @@ import pyarrow.compute as pc
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar, native
 from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
+from ngramflow.transforms.runfiles import RunFile, RunSpiller
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
-from ngramflow.transforms.sizing import part_tokens, range_bytes, range_sample_every, token_shards
+from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens, range_bytes,
+                                         range_sample_every, token_shards)
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 _NO_TOKENS = TOKENS.empty_table()
 
 
-def distinct_tokens(ngrams: pa.Table, unigrams: bool = False) -> pa.Table:
+def distinct_tokens(ngrams: pa.Table, unigrams: bool = False, recent: native.RecentTokens | None = None) -> pa.Table:
     """The distinct tokens of n-gram rows (one per n-gram), sorted by token, with counts from their unigram
     rows where present. UNIGRAMS: the rows are distinct unigrams in byte order (a sorted file's 1-grams),
-    which are their own tokens: no pass over them (2.3M unigrams: 0.1-0.16 s of CPU)."""
+    which are their own tokens: no pass over them (2.3M unigrams: 0.1-0.16 s of CPU). RECENT: tokens given
+    before (native.distinct_tokens), left out but for unigrams' rows."""
     if unigrams:
         return pa.table([ngrams["ngram"], ngrams["match_count"], ngrams["volume_count"]], schema=TOKENS)
-    tokens, rows = native.distinct_tokens(columnar.whole(ngrams["ngram"]))
+    tokens, rows = native.distinct_tokens(columnar.whole(ngrams["ngram"]), recent)
     row = pa.array(rows, mask=rows < 0)  # each token's unigram row, or null
     return pa.table([tokens, ngrams["match_count"].take(row), ngrams["volume_count"].take(row)], schema=TOKENS)
 
@@ -66,6 +69,29 @@ def merge_tokens(table: pa.Table) -> pa.Table:
         return table.cast(TOKENS).combine_chunks()
     rows, _ = native.fold_groups(columnar.numpy(table["match_count"].fill_null(-1)), order, starts, "argmax")
     return table.take(rows).cast(TOKENS).combine_chunks()
+
+
+class TokenRuns:
+    """The n-gram tables one worker writes -> the token run files of their tokens (TOKENS rows; RunSpiller),
+    holding at most about BUDGET bytes of token tables.
+
+    Tables repeat their tokens: a table of 177K 2-grams over 65K tokens has 61K of them, every table again,
+    and each copy was sorted, spilled and merged by the vocabulary. So the worker remembers the tokens it
+    gave lately (native.RecentTokens, RECENT_TOKENS_BYTES) and leaves them out of its later tables' tokens.
+    What the cache forgets is given again and folded by the merges; it lives as long as the runs it stands
+    for (a bundle's), so a retried bundle gives its tokens again."""
+
+    def __init__(self, folder: str, budget: int):
+        self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
+        self.recent = native.RecentTokens(RECENT_TOKENS_BYTES)
+
+    def add(self, ngrams: pa.Table, unigrams: bool = False) -> list[RunFile]:
+        """The tokens of NGRAMS (as distinct_tokens takes them) taken in; the run files this filled."""
+        return self.spiller.add(distinct_tokens(ngrams, unigrams, self.recent))
+
+    def flush(self) -> list[RunFile]:
+        """The run files of the tokens still held."""
+        return self.spiller.flush()
 
 
 class MergeTokenTables(LogStructuredMerge):

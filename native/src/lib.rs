@@ -13,6 +13,7 @@ mod masks;
 mod mkn;
 mod order;
 mod policy;
+mod recent;
 mod runs;
 
 use fields::Format;
@@ -291,18 +292,23 @@ fn merge_order<'py>(
     PyTuple::new(py, [order, Owned::wrap(py, starts)?])
 }
 
-/// distinct_tokens(offsets, data) -> (offsets, bytes, unigram rows)
+/// distinct_tokens(offsets, data, recent=None) -> (offsets, bytes, unigram rows)
 ///
 /// The distinct tokens of n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32, into
 /// DATA), sorted, laid out the same way, and each token's first unigram row among the n-grams, int64
-/// (-1: none) (order.rs).
+/// (-1: none) (order.rs); without those RECENT (a RecentTokens) holds, which it then holds.
 #[pyfunction]
+#[pyo3(signature = (offsets, data, recent=None))]
 fn distinct_tokens<'py>(
     py: Python<'py>,
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
+    mut recent: Option<PyRefMut<'py, RecentTokens>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (offsets, bytes, rows) = on_keys(py, &offsets, &data, order::distinct_tokens)?;
+    let recent = recent.as_deref_mut().map(|recent| &mut recent.0);
+    let (offsets, bytes, rows) = on_keys(py, &offsets, &data, |keys| {
+        order::distinct_tokens(keys, recent)
+    })?;
     PyTuple::new(
         py,
         [
@@ -311,6 +317,21 @@ fn distinct_tokens<'py>(
             Owned::wrap(py, rows)?,
         ],
     )
+}
+
+/// RecentTokens(bytes)
+///
+/// The tokens one worker gave its token runs lately, for distinct_tokens to leave out: a cache of about
+/// BYTES (recent.rs). Used by one thread at a time (a second is refused while the first has it).
+#[pyclass(module = "ngramflow.transforms._kernel")]
+struct RecentTokens(recent::RecentTokens);
+
+#[pymethods]
+impl RecentTokens {
+    #[new]
+    fn new(bytes: usize) -> Self {
+        RecentTokens(recent::RecentTokens::new(bytes))
+    }
 }
 
 /// rank_keys(offsets, data, counts) -> (offsets, bytes)
@@ -541,6 +562,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(orders, m)?)?;
     m.add_function(wrap_pyfunction!(prefix_stretches, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
+    m.add_class::<RecentTokens>()?;
     m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
     m.add_function(wrap_pyfunction!(radix_order, m)?)?;
