@@ -13,7 +13,7 @@ from ngramflow.transforms.density import input_density
 from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
 from ngramflow.transforms.sizing import (SORTED_INPUT_FILE_BYTES, SPILL_COMPRESSION, merge_shards, range_rows,
-                                         spill_budget, spill_compression, work_unit_bytes)
+                                         spill_budget, spill_compression, token_range_rows, work_unit_bytes)
 from ngramflow.transforms.sorted_input import KEY_SPANS, SPANS, ReadSortedFiles, WriteSortedInput
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS, TotalNgramsOnDisk, gathered_to_one
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
@@ -70,7 +70,7 @@ class ImportNgrams(beam.PTransform):
     def _vocabulary(self, token_runs):
         scratch, budget = self.out.join(layout.SPILL), self.spill_budget
         return token_runs | "Build the vocabulary by an external sort" >> NumberVocabularyOnDisk(
-            scratch, budget, self.out.join(layout.VOCABULARY), range_rows(), self.workers, self.threads)
+            scratch, budget, self.out.join(layout.VOCABULARY), token_range_rows(), self.workers, self.threads)
 
     def expand(self, files):
         if self.input_order:

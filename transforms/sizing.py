@@ -150,6 +150,14 @@ RANGE_ROWS_VARIABLE = "NGRAMFLOW_RANGE_ROWS"
 def range_rows() -> int:
     return int(os.environ.get(RANGE_ROWS_VARIABLE, RANGE_ROWS))
 
+
+def token_range_rows() -> int:
+    """Token run rows per range of the vocabulary's external sort: half an n-gram range's. A worker's token runs
+    hold a token about once (vocabulary.TokenRuns), where each table once gave all of its own: ranges of
+    RANGE_ROWS rows held twice the tokens they had, and ranking them peaked 60-90 MiB higher (2012 sorted, 80M
+    rows: 572-605 MiB, against 528-561 MiB with half the rows, in the same time)."""
+    return max(1, range_rows() // 2)
+
 #: Run files a merge reads at once; a shard with more is merged in passes. Each file's batches are
 #: sized to 1/MERGE_FANIN of the budget, so more files at once means smaller reads.
 MERGE_FANIN = 16
@@ -182,10 +190,11 @@ def spill_compression(input_bytes: int, folder: str, shared: bool) -> str | None
 #: vocabulary's worth a worker, and LZ4 cost more than the bytes it saved (80M rows: 0.3 s of 12.5 s of CPU).
 TOKEN_SPILL_COMPRESSION = None
 
-#: The cache of the tokens a worker gave its token runs lately (vocabulary.TokenRuns), in bytes: 512K tokens
-#: of up to 23 bytes. Measured on one worker's tables of 2-grams (BENCHMARKS.md, fourteenth round): larger
-#: caches leave more tokens out at less cost a token (their look-ups are fetched ahead); 4 to 16 MiB took the
-#: tokens given from 458K to 106K of 5.3M 2-grams over 65K tokens, and from 3.06M to 2.21M of 3.95M over 2.3M.
+#: The cache of the tokens a worker gave its token runs lately (vocabulary.TokenRuns), in bytes, at most: 512K
+#: tokens of up to 23 bytes, taken from the worker's token budget (at most half of it). Measured on one worker's
+#: tables of 2-grams (BENCHMARKS.md, fourteenth round): larger caches leave more tokens out at less cost a token
+#: (their look-ups are fetched ahead); 4 to 16 MiB took the tokens given from 458K to 106K of 5.3M 2-grams over
+#: 65K tokens, and from 3.06M to 2.21M of 3.95M 2-grams over 2.3M.
 RECENT_TOKENS_BYTES = 16 << 20
 
 # The vocabulary.

@@ -212,7 +212,9 @@ class ReadSortedFiles(ReadNgramFile):
 
     def finish_bundle(self):
         super().finish_bundle()
-        for run in self.tokens.flush():
+        # The spiller dropped with its runs: its cache of tokens is not held while the DoFn waits for a bundle.
+        runs, self.tokens = self.tokens.flush(), None
+        for run in runs:
             yield beam.pvalue.TaggedOutput(TOKEN_RUNS, WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()]))
 
 

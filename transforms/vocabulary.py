@@ -73,17 +73,19 @@ def merge_tokens(table: pa.Table) -> pa.Table:
 
 class TokenRuns:
     """The n-gram tables one worker writes -> the token run files of their tokens (TOKENS rows; RunSpiller),
-    holding at most about BUDGET bytes of token tables.
+    within about BUDGET bytes.
 
     Tables repeat their tokens: a table of 177K 2-grams over 65K tokens has 61K of them, every table again,
     and each copy was sorted, spilled and merged by the vocabulary. So the worker remembers the tokens it
-    gave lately (native.RecentTokens, RECENT_TOKENS_BYTES) and leaves them out of its later tables' tokens.
-    What the cache forgets is given again and folded by the merges; it lives as long as the runs it stands
-    for (a bundle's), so a retried bundle gives its tokens again."""
+    gave lately (native.RecentTokens, RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of
+    its later tables' tokens; the rest of the budget buffers token tables. What the cache forgets is given
+    again and folded by the merges; it lives as long as the runs it stands for (a bundle's), so a retried
+    bundle gives its tokens again."""
 
     def __init__(self, folder: str, budget: int):
-        self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
-        self.recent = native.RecentTokens(RECENT_TOKENS_BYTES)
+        cache = min(RECENT_TOKENS_BYTES, budget // 2)
+        self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget - cache, TOKEN_SPILL_COMPRESSION)
+        self.recent = native.RecentTokens(cache)
 
     def add(self, ngrams: pa.Table, unigrams: bool = False) -> list[RunFile]:
         """The tokens of NGRAMS (as distinct_tokens takes them) taken in; the run files this filled."""
