@@ -92,3 +92,20 @@ def test_reserved_tokens_are_split_from_sorted_tokens_wherever_they_lie():
     for tokens in (between, _tokens(("a", 1, 1), ("b", 2, 2)), _tokens()):
         found, others = vocabulary.split_reserved(tokens)
         assert found.num_rows == 0 and others.equals(tokens)
+
+
+def test_token_runs_keep_their_whole_budget_until_a_table_of_longer_ngrams(tmp_path):
+    """A worker of 1-grams alone needs no cache of tokens: its budget buffers token tables whole. The first
+    table of longer n-grams makes the cache, out of the budget; every token reaches the runs either way."""
+    budget = 1 << 20
+    tokens = vocabulary.TokenRuns(str(tmp_path), budget)
+    tokens.add(_ngrams(("a", 3), ("b", 7)), unigrams=True)
+    assert tokens.recent is None and tokens.spiller.budget == budget
+    tokens.add(_ngrams(("a c", 1), ("b d", 1)))
+    assert tokens.recent is not None and tokens.spiller.budget == budget // 2
+    tokens.add(_ngrams(("c d", 1), ("d e", 1)))
+    assert tokens.spiller.buffer[-1]["token"].to_pylist() == ["e"]  # "c" and "d" given by the table before
+    (run,) = tokens.flush()
+    rows = pa.ipc.open_file(run.path).read_all().to_pylist()
+    assert [(r["token"], r["match_count"]) for r in rows] == [("a", 3), ("b", 7), ("c", None), ("d", None),
+                                                              ("e", None)]

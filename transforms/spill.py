@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -117,7 +118,8 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
-            token_runs += tokens.add(ngrams)
+            # A range of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
+            token_runs += tokens.add(ngrams, unigrams=pc.max(ngrams["order"]).as_py() == 1)
     return list(parts.values()), totals, token_runs + tokens.flush()
 
 
