@@ -89,7 +89,8 @@ RecentTokens = _kernel.RecentTokens
 def distinct_tokens(ngrams: pa.Array, recent: RecentTokens | None = None) -> tuple[pa.Array, np.ndarray]:
     """(the distinct tokens of a string array of n-grams, sorted; each one's first unigram row among the
     n-grams, int64, -1 where it has none): native/src/order.rs. With RECENT, the tokens of n-grams of two
-    tokens or more that it holds are left out; those it lacks, and every unigram, it holds from then on."""
+    tokens or more that it holds are left out, and those it lacks it holds from then on; a unigram is always
+    given, with its row."""
     if len(ngrams) == 0:
         return pa.array([], pa.string()), np.zeros(0, np.int64)
     offsets, tokens, rows = _kernel.distinct_tokens(*_string_buffers(ngrams), recent)
