@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.compute as pc
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -111,15 +110,17 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
             ngrams = to_ngram_table(keep_frequent(piece, min_count))
             if not ngrams.num_rows:
                 continue
+            orders = set()
             for name, rows in files_by_order(index, ngrams):
                 files.write(name, rows)
                 ((order, counts),) = order_totals(rows)
+                orders.add(order)
                 totals[order] = tuple(a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts))
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
-            # A range of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
-            token_runs += tokens.add(ngrams, unigrams=pc.max(ngrams["order"]).as_py() == 1)
+            # A table of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
+            token_runs += tokens.add(ngrams, unigrams=orders == {1})
     return list(parts.values()), totals, token_runs + tokens.flush()
 
 

@@ -298,6 +298,18 @@ mod tests {
         }
     }
 
+    /// Pseudo-random numbers from SEED (a linear congruential generator's high bits): tests that draw the same
+    /// texts every run.
+    fn random_numbers(seed: u64) -> impl FnMut() -> usize {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        }
+    }
+
     /// leading_count as it was, one loop a byte at a time from the first digit: the reference.
     fn leading_count_bytes(text: &[u8]) -> Option<(i64, usize)> {
         count_on(text, 0, 0)
@@ -315,13 +327,7 @@ mod tests {
 
     #[test]
     fn a_count_is_read_as_the_byte_loop_reads_it() {
-        let mut state = 29u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut next = random_numbers(29);
         // Bytes after a count's digits: the edges of the digits ('/' and ':'), the separators, the
         // edges of a borrow and a carry in arithmetic on words, and others.
         let stops: &[u8] = b"/:,\t\n\r \x00\x01\x7f\x80\x8a\xa5\xaf\xb0\xb9\xba\xc0\xff";
@@ -425,13 +431,7 @@ mod tests {
     fn plain_keys_are_what_the_byte_loop_accepts() {
         // Lines of random bytes, mostly letters, with spaces, tabs, newlines and high bytes here
         // and there: whatever plain_key vouches for, the byte loop and `ngram` read the same way.
-        let mut state = 17u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut next = random_numbers(17);
         let (mut vouched, mut lines) = (0, 0);
         while lines < 20_000 {
             let len = next() % 48 + 32;

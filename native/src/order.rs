@@ -352,13 +352,11 @@ pub fn distinct_tokens(
                 token,
             });
             if block.len() == BLOCK {
-                leave_out_recent(&mut block, recent.as_deref_mut());
-                add_block(&mut block, &mut dealt, &mut sets);
+                add_block(&mut block, &mut dealt, &mut sets, recent.as_deref_mut());
             }
         }
     }
-    leave_out_recent(&mut block, recent);
-    add_block(&mut block, &mut dealt, &mut sets);
+    add_block(&mut block, &mut dealt, &mut sets, recent);
     // Sorted by their first 8 bytes as a number, then by their bytes: most comparisons are one.
     let mut tokens: Vec<(u64, &[u8])> = sets
         .into_iter()
@@ -621,12 +619,15 @@ fn leave_out_recent(block: &mut Vec<Hashed<'_>>, recent: Option<&mut RecentToken
     block.truncate(kept);
 }
 
-/// Add a BLOCK of hashed tokens to their sets, set by set: dealt by a counting sort into `dealt`.
+/// Add a BLOCK of hashed tokens to their sets, set by set: dealt by a counting sort into `dealt`; those
+/// RECENT holds first left out (leave_out_recent).
 fn add_block<'a>(
     block: &mut Vec<Hashed<'a>>,
     dealt: &mut Vec<Hashed<'a>>,
     sets: &mut [TokenSet<'a>],
+    recent: Option<&mut RecentTokens>,
 ) {
+    leave_out_recent(block, recent);
     let mut starts = [0usize; PARTS + 1];
     for token in block.iter() {
         starts[part(token.hash) + 1] += 1;

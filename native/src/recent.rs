@@ -52,7 +52,9 @@ impl RecentTokens {
         // SAFETY: a prefetch only hints; the address is that of a bucket of the cache.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.bucket(hash) as *const Bucket as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(
+                &self.buckets[self.index(hash)] as *const Bucket as *const i8,
+            );
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = hash;
@@ -61,8 +63,8 @@ impl RecentTokens {
     /// The index of the bucket of a token of HASH: its high bits, for the low bits of the hash depend on a
     /// token's first bytes alone (order.rs, WordHasher).
     #[inline]
-    fn bucket(&self, hash: u64) -> &Bucket {
-        &self.buckets[(hash >> 32) as usize & self.mask]
+    fn index(&self, hash: u64) -> usize {
+        (hash >> 32) as usize & self.mask
     }
 
     /// Whether TOKEN (whose hash is HASH) is kept here; when it is not, it is kept from now on, in its
@@ -72,7 +74,8 @@ impl RecentTokens {
         if token.is_empty() || token.len() > INLINE {
             return false;
         }
-        let Bucket(slots) = &mut self.buckets[(hash >> 32) as usize & self.mask];
+        let at = self.index(hash);
+        let Bucket(slots) = &mut self.buckets[at];
         let holds = |slot: &Slot| {
             slot.hash == hash
                 && slot.len as usize == token.len()
