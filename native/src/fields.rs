@@ -281,6 +281,7 @@ pub fn counts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::order::tests::numbers;
 
     /// A count that is the whole field.
     fn count(field: &[u8]) -> Option<i64> {
@@ -295,18 +296,6 @@ mod tests {
         assert_eq!(count(b"9223372036854775808"), None);
         for odd in [&b""[..], b"-0", b"+5", b" 5", b"5 ", b"0x10", b"5.0"] {
             assert_eq!(count(odd), None);
-        }
-    }
-
-    /// Pseudo-random numbers from SEED (a linear congruential generator's high bits): tests that draw the same
-    /// texts every run.
-    fn random_numbers(seed: u64) -> impl FnMut() -> usize {
-        let mut state = seed;
-        move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
         }
     }
 
@@ -327,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_count_is_read_as_the_byte_loop_reads_it() {
-        let mut next = random_numbers(29);
+        let mut next = numbers(29);
         // Bytes after a count's digits: the edges of the digits ('/' and ':'), the separators, the
         // edges of a borrow and a carry in arithmetic on words, and others.
         let stops: &[u8] = b"/:,\t\n\r \x00\x01\x7f\x80\x8a\xa5\xaf\xb0\xb9\xba\xc0\xff";
@@ -348,7 +337,7 @@ mod tests {
             ];
             for _ in 0..50 {
                 let mut number: Vec<u8> = (0..digits).map(|_| b'0' + (next() % 10) as u8).collect();
-                if digits > 1 && next() % 2 == 0 {
+                if digits > 1 && next().is_multiple_of(2) {
                     let zeros = 1 + next() % (digits - 1);
                     number[..zeros].fill(b'0'); // leading zeros
                 }
@@ -431,7 +420,7 @@ mod tests {
     fn plain_keys_are_what_the_byte_loop_accepts() {
         // Lines of random bytes, mostly letters, with spaces, tabs, newlines and high bytes here
         // and there: whatever plain_key vouches for, the byte loop and `ngram` read the same way.
-        let mut next = random_numbers(17);
+        let mut next = numbers(17);
         let (mut vouched, mut lines) = (0, 0);
         while lines < 20_000 {
             let len = next() % 48 + 32;

@@ -727,7 +727,7 @@ fn head(key: &[u8]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -747,8 +747,9 @@ mod tests {
         assert_eq!(max, (vec![i64::MAX, 3], None));
     }
 
-    /// Pseudo-random numbers from SEED (a linear congruential generator): the same in every run.
-    fn numbers(seed: u64) -> impl FnMut() -> usize {
+    /// Pseudo-random numbers from SEED (a linear congruential generator): the same in every run. Tests of
+    /// other modules draw theirs here too.
+    pub(crate) fn numbers(seed: u64) -> impl FnMut() -> usize {
         let mut state = seed;
         move || {
             state = state
