@@ -3,11 +3,17 @@
 import json
 import os
 
+import apache_beam as beam
 import duckdb
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.worker import statesampler
+from apache_beam.testing.util import assert_that, equal_to
 
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, vocabulary_of)
+from ngramflow.pipeline.options import ImportOptions
+from ngramflow.pipeline.run import SAMPLING_MS, direct_runner_args
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +101,20 @@ def test_rerun_gives_identical_content(tmp_path):
     second = import_ok(os.path.join(SAMPLE, "2012"), tmp_path / "b", "--workers", "2")
     assert ngrams_of(first) == ngrams_of(second)
     assert vocabulary_of(first) == vocabulary_of(second)
+
+
+class _SamplingPeriod(beam.DoFn):
+    """Each element -> the sampling period of the state sampler of the bundle it is in."""
+
+    def process(self, _):
+        yield statesampler.get_current_tracker().sampling_period_ms
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_embedded_bundles_end_without_waiting_for_a_slow_sampler(workers):
+    # A bundle ends by joining its state sampler's thread, which sleeps out its period first: Beam's 200 ms
+    # left the cores idle at the end of every long bundle (pipeline/run.py).
+    options = ImportOptions(inputs=[SAMPLE], output="unused", workers=workers)
+    with beam.Pipeline(options=PipelineOptions(direct_runner_args(options))) as pipeline:
+        periods = pipeline | beam.Create(range(4)) | beam.Reshuffle() | beam.ParDo(_SamplingPeriod())
+        assert_that(periods, equal_to([SAMPLING_MS] * 4))
