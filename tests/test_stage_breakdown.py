@@ -1,6 +1,12 @@
-"""The per-stage breakdown of `make bench` (benchmarks/stages.py) charges py-spy's samples as it says."""
+"""The per-stage breakdown of `make bench` (benchmarks/stages.py) charges py-spy's samples as it says; the
+bundles' waits for their state samplers (benchmarks/bundle_ends.py) are timed."""
 
-from benchmarks import stages
+import os
+
+from apache_beam.runners.worker import statesampler
+
+from benchmarks import bundle_ends, stages
+from conftest import SAMPLE
 
 MAIN = 'process 1:"python -m ngramflow.cli import"'
 WORKER = 'process 2:"python -m apache_beam.runners.worker.sdk_worker_main"'
@@ -42,3 +48,11 @@ def test_samples_go_to_the_deepest_stage_and_waits_are_left_out():
     }
     table = stages.table(stages.breakdown(raw), 10)
     assert table[-1] == "| all | 5.0 | 100% |"
+
+
+def test_bundle_ends_times_every_bundle_of_an_import(capsys):
+    stop = statesampler.StateSampler.stop
+    bundle_ends.main([os.path.join(SAMPLE, "2012")])
+    bundles = int(capsys.readouterr().out.split(",")[0].removeprefix("bundles "))
+    assert bundles > 0  # the stage of the input files, the read stage, the vocabulary's, ...
+    assert statesampler.StateSampler.stop is stop  # Beam's own again, for the imports after it
