@@ -1,4 +1,4 @@
-"""The native column functions (native/src/order.rs, masks.rs) against independent references: Arrow's
+"""The native column functions (native/src/order.rs, masks.rs, groups.rs) against independent references: Arrow's
 stable sort, plain Python over the bits, NumPy's reduceat."""
 
 import random
@@ -59,16 +59,36 @@ def test_mask_stats_count_the_bits_of_every_mask():
 
 
 @pytest.mark.parametrize("joined", [0.0, 0.01, 0.5, 0.97])
-def test_masks_or_by_group_across_chunks_and_orders_as_numpy_reduces_them(joined):
+def test_merged_groups_are_their_first_keys_sums_and_year_sets_as_numpy_reduces_them(joined):
+    """merge_groups over masks in chunks, rows in their order and in another: each group's key, its counts
+    summed and its year masks ORed (np.add / np.bitwise_or .reduceat)."""
     rng = np.random.default_rng(int(joined * 100))
-    masks = rng.integers(0, 256, (3000, columnar.MASK_BYTES), dtype=np.uint8)
+    masks = ((rng.random((3000, columnar.MASK_BYTES)) < 0.1) * rng.integers(0, 256, (3000, columnar.MASK_BYTES))
+             ).astype(np.uint8)
+    masks[::97] = 0  # empty year sets among them
     starts = np.flatnonzero(np.concatenate(([True], rng.random(2999) >= joined)))
+    group_of = np.cumsum(np.isin(np.arange(3000), starts)) - 1  # the group of each position of the order
+    matches, volumes = rng.integers(0, 1 << 40, 3000), rng.integers(0, 1 << 40, 3000)
     column = columnar.mask_array(masks)
     chunked = pa.chunked_array([column.slice(0, 1000), column.slice(1000, 1), column.slice(1001)])
-    order = rng.permutation(3000)
-    for found, expected in ((native.or_groups(chunked, None, starts), masks),
-                            (native.or_groups(chunked, order, starts), masks[order])):
-        assert found.to_pylist() == columnar.mask_array(np.bitwise_or.reduceat(expected, starts, axis=0)).to_pylist()
+    for order in (None, rng.permutation(3000)):
+        rows = np.arange(3000) if order is None else order
+        keys = np.empty(3000, object)
+        keys[rows] = [f"k{g:05d} \u00e9" for g in group_of]  # row rows[at] is in the group of position at
+        ngrams, summed_m, summed_v, years = native.merge_groups(pa.array(keys, pa.string()), matches, volumes,
+                                                                chunked, order, starts)
+        assert ngrams.to_pylist() == [f"k{g:05d} \u00e9" for g in range(len(starts))]
+        assert summed_m.tolist() == np.add.reduceat(matches[rows], starts).tolist()
+        assert summed_v.tolist() == np.add.reduceat(volumes[rows], starts).tolist()
+        assert years.to_pylist() == columnar.mask_array(np.bitwise_or.reduceat(masks[rows], starts, axis=0)).to_pylist()
+
+
+def test_a_merged_sum_past_int64_gives_its_group_and_column():
+    keys = pa.array(["a", "b", "b", "c", "c"])
+    masks = columnar.mask_array(np.zeros((5, columnar.MASK_BYTES), np.uint8))
+    big, ones, starts = np.iinfo(np.int64).max, np.ones(5, np.int64), np.array([0, 1, 3])
+    assert native.merge_groups(keys, np.array([1, 1, 1, big, 1]), ones, masks, None, starts) == (2, "match")
+    assert native.merge_groups(keys, ones, np.array([1, big, 1, 1, 1]), masks, None, starts) == (1, "volume")
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -12,6 +12,7 @@ from apache_beam.metrics import Metrics
 import pyarrow as pa
 
 from ngramflow.transforms import columnar, native
+from ngramflow.transforms.checked import CountOverflow, too_large
 
 
 #: Beam metrics of the bytes one key's values reach, read back into the manifest (key_sizes): on Flink a
@@ -60,13 +61,14 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     keep_years = "year_series" in runs.column_names
     if keep_years and order is not None:  # the series are regrouped by consecutive rows (below)
         runs, keys, order = runs.take(order), keys.take(order), None
-    ngrams = keys.take(pa.array(native.first_rows(order, starts)))
-
-    def summed(column: str, name: str) -> pa.Array:
-        return pa.array(columnar.sum_by_ngram(columnar.numpy(runs[column]), starts, ngrams, name, order))
-
-    columns = [ngrams, summed("match", "match_count"), summed("volume", "volume_count"),
-               native.or_groups(runs["years"], order, starts)]
+    merged = native.merge_groups(keys, columnar.numpy(runs["match"]), columnar.numpy(runs["volume"]), runs["years"],
+                                 order, starts)
+    if len(merged) == 2:
+        group, column = merged
+        ngram = keys[int(native.first_rows(order, starts)[group])].as_py()
+        raise CountOverflow(too_large(f"{column}_count of n-gram {ngram!r}"))
+    ngrams, matches, volumes, years = merged
+    columns = [ngrams, pa.array(matches), pa.array(volumes), years]
     if keep_years:
         # Each year's sum is part of its n-gram's total, which fits: the series cannot overflow.
         ids = columnar.run_ids(starts, runs.num_rows)

@@ -124,12 +124,22 @@ def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return tuple(np.frombuffer(column, np.int16) for column in found)
 
 
-def or_groups(masks, order: np.ndarray | None, starts: np.ndarray) -> pa.BinaryArray:
-    """The span mask of the OR of the year-set masks (an array or chunked array of spans) of each group of
-    rows, group g being the rows at positions starts[g] up to the next start of ``order`` (None: the rows
-    themselves): native/src/masks.rs, reading the chunks where they lie."""
+def merge_groups(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, order: np.ndarray | None,
+                 starts: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray, pa.Array] | tuple[int, str]:
+    """(each group's key, sums of MATCHES and VOLUMES, and OR of its year-set span masks (an array or chunked
+    array): the merged rows of merge_order's (ORDER, STARTS) over string KEYS), or (the first group whose
+    sum does not fit int64, "match" or "volume"): native/src/groups.rs, one pass over the groups."""
     chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
-    offsets, data = _kernel.or_groups([_string_buffers(c) for c in chunks if len(c)],
-                                      None if order is None else np.ascontiguousarray(order, np.int64),
-                                      np.ascontiguousarray(starts, np.int64), len(masks))
-    return pa.Array.from_buffers(masks.type, len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    found = _kernel.merge_groups(*_string_buffers(keys), np.ascontiguousarray(matches, np.int64),
+                                 np.ascontiguousarray(volumes, np.int64),
+                                 [_string_buffers(c) for c in chunks if len(c)],
+                                 None if order is None else np.ascontiguousarray(order, np.int64),
+                                 np.ascontiguousarray(starts, np.int64))
+    if len(found) == 2:
+        group, column = found
+        return group, ("match", "volume")[column]
+    key_offsets, key_bytes, sums_m, sums_v, mask_offsets, mask_bytes = found
+    groups = len(starts)
+    return (pa.Array.from_buffers(keys.type, groups, [None, pa.py_buffer(key_offsets), pa.py_buffer(key_bytes)]),
+            np.frombuffer(sums_m, np.int64), np.frombuffer(sums_v, np.int64),
+            pa.Array.from_buffers(masks.type, groups, [None, pa.py_buffer(mask_offsets), pa.py_buffer(mask_bytes)]))

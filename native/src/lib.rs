@@ -9,6 +9,7 @@
 
 mod arpa;
 mod fields;
+mod groups;
 mod masks;
 mod mkn;
 mod order;
@@ -429,41 +430,68 @@ fn with_spans<R>(
     })?
 }
 
-/// or_groups(chunks, order, starts, rows) -> (offsets, bytes)
+/// merge_groups(offsets, data, matches, volumes, mask_chunks, order, starts) -> (key offsets, key bytes,
+/// matches, volumes, mask offsets, mask bytes), or (group, column) of a sum past int64
 ///
-/// The span masks of the OR of the year sets of each group of rows (masks.rs): CHUNKS are the
-/// (offsets, data) buffers of a binary column's consecutive chunks (ROWS in all), ORDER None or the
-/// rows' order (int64), STARTS the position in it of each group's first row (int64).
+/// The merged row of each group of merge_order's (ORDER, STARTS) over keys laid out as an Arrow string
+/// array (OFFSETS, DATA), int64 MATCHES and VOLUMES, and year sets in MASK_CHUNKS, the (offsets, data)
+/// buffers of a binary column's consecutive chunks (groups.rs). A sum past int64 gives the first such
+/// group and its column (0: matches, 1: volumes) instead, for the caller to name.
 #[pyfunction]
-#[pyo3(signature = (chunks, order, starts, rows))]
-fn or_groups<'py>(
+#[pyo3(signature = (offsets, data, matches, volumes, mask_chunks, order, starts))]
+#[allow(clippy::too_many_arguments)]
+fn merge_groups<'py>(
     py: Python<'py>,
-    chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+    matches: PyBuffer<i64>,
+    volumes: PyBuffer<i64>,
+    mask_chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
     order: Option<PyBuffer<i64>>,
     starts: PyBuffer<i64>,
-    rows: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let buffers = chunks
+    let buffers = mask_chunks
         .iter()
         .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
         .collect::<PyResult<Vec<_>>>()?;
-    let chunks: Vec<order::Keys> = buffers
+    let spans: Vec<order::Keys> = buffers
         .iter()
         .map(|(offsets, data)| order::Keys { offsets, data })
         .collect();
+    let (matches, volumes) = (int64s(&matches)?, int64s(&volumes)?);
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
-    if !chunks.iter().all(|c| c.valid() && masks::valid(c))
-        || chunks.iter().map(order::Keys::len).sum::<usize>() != rows
-        || !groups_fit(order, starts, rows, rows.max(1))
-    {
-        return Err(PyValueError::new_err(
-            "or_groups: rows, order and starts disagree",
-        ));
+    let merged = with_keys(&offsets, &data, |keys| {
+        let rows = keys.len();
+        let fit = matches.len() == rows
+            && volumes.len() == rows
+            && spans.iter().all(|c| c.valid() && masks::valid(c))
+            && spans.iter().map(order::Keys::len).sum::<usize>() == rows
+            && groups_fit(order, starts, rows, rows.max(1));
+        fit.then(|| {
+            py.allow_threads(|| groups::merge_groups(keys, matches, volumes, &spans, order, starts))
+        })
+    })?;
+    match merged {
+        None => Err(PyValueError::new_err(
+            "merge_groups: keys, counts, masks, order and starts disagree",
+        )),
+        Some(Err(groups::Unmade::Overflow(group, column))) => PyTuple::new(py, [group, column]),
+        Some(Err(groups::Unmade::TooLarge)) => Err(PyValueError::new_err(
+            "merge_groups: the merged column passes int32 offsets",
+        )),
+        Some(Ok(m)) => PyTuple::new(
+            py,
+            [
+                Owned::wrap(py, m.key_offsets)?,
+                Owned::wrap(py, m.key_bytes)?,
+                Owned::wrap(py, m.matches)?,
+                Owned::wrap(py, m.volumes)?,
+                Owned::wrap(py, m.mask_offsets)?,
+                Owned::wrap(py, m.mask_bytes)?,
+            ],
+        ),
     }
-    let (mut offsets, mut data) = (vec![0i32], Vec::new());
-    py.allow_threads(|| masks::or_groups(&chunks, order, starts, rows, &mut offsets, &mut data));
-    PyTuple::new(py, [Owned::wrap(py, offsets)?, Owned::wrap(py, data)?])
 }
 
 /// fold_groups(values, order, starts, how) -> (results, failed)
@@ -563,8 +591,8 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefix_stretches, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_class::<RecentTokens>()?;
-    m.add_function(wrap_pyfunction!(or_groups, m)?)?;
     m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_groups, m)?)?;
     m.add_function(wrap_pyfunction!(radix_order, m)?)?;
     m.add_function(wrap_pyfunction!(rank_keys, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;

@@ -31,7 +31,7 @@ pub fn push_bytes(mask: &[u8; MASK_BYTES], lo: usize, hi: usize, data: &mut Vec<
 }
 
 /// ORs the span SPAN (one that `valid` accepts) into the whole mask MASK.
-fn or_into(span: &[u8], mask: &mut [u8; MASK_BYTES]) {
+pub fn or_into(span: &[u8], mask: &mut [u8; MASK_BYTES]) {
     let (&lo, bytes) = span
         .split_first()
         .expect("a span has its first byte's index");
@@ -83,49 +83,6 @@ pub fn stats(spans: &Keys) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
     (first, last, count)
 }
 
-/// The span masks of the OR of each group of rows, appended to DATA with their end offsets to
-/// OFFSETS (which holds the 0 before them): group g holds the rows at positions `starts[g]` up to the
-/// next start (the last: up to `rows`) of `order` (None: the rows themselves). The masks are in
-/// CHUNKS, consecutive pieces of one column of spans that `valid` accepts; no chunk is copied.
-pub fn or_groups(
-    chunks: &[Keys],
-    order: Option<&[i64]>,
-    starts: &[i64],
-    rows: usize,
-    offsets: &mut Vec<i32>,
-    data: &mut Vec<u8>,
-) {
-    let mut firsts = Vec::with_capacity(chunks.len() + 1); // the first row of each chunk, then the end
-    firsts.push(0usize);
-    for chunk in chunks {
-        firsts.push(firsts.last().unwrap() + chunk.len());
-    }
-    let mut chunk = 0; // the chunk of the last row looked up: rows mostly follow each other
-    let mut span = |row: usize| {
-        if row < firsts[chunk] || row >= firsts[chunk + 1] {
-            chunk = firsts.partition_point(|&first| first <= row) - 1;
-        }
-        chunks[chunk].get(row - firsts[chunk])
-    };
-    for (g, &start) in starts.iter().enumerate() {
-        let (first, end) = (
-            start as usize,
-            starts.get(g + 1).map_or(rows, |&next| next as usize),
-        );
-        let row = |at: usize| order.map_or(at, |o| o[at] as usize);
-        if end == first + 1 {
-            data.extend_from_slice(span(row(first))); // a group of one row: its span as it is
-        } else {
-            let mut mask = [0u8; MASK_BYTES];
-            for at in first..end {
-                or_into(span(row(at)), &mut mask);
-            }
-            push_span(&mask, data);
-        }
-        offsets.push(data.len() as i32);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,36 +122,6 @@ mod tests {
                 vec![0],
                 vec![MASK_BYTES as u8 - 1, 0b1000_0000]
             ]
-        );
-    }
-
-    #[test]
-    fn groups_or_their_rows_across_chunks() {
-        let (a_offsets, a_data) = spans(&[&[1], &[2]]);
-        let (b_offsets, b_data) = spans(&[&[3], &[700]]);
-        let chunks = [
-            Keys {
-                offsets: &a_offsets,
-                data: &a_data,
-            },
-            Keys {
-                offsets: &b_offsets,
-                data: &b_data,
-            },
-        ];
-        let or = |order: Option<&[i64]>, starts: &[i64]| {
-            let (mut offsets, mut data) = (vec![0], Vec::new());
-            or_groups(&chunks, order, starts, 4, &mut offsets, &mut data);
-            values(&offsets, &data)
-        };
-        let want = |groups: &[&[usize]]| {
-            let (offsets, data) = spans(groups);
-            values(&offsets, &data)
-        };
-        assert_eq!(or(None, &[0, 1, 3]), want(&[&[1], &[2, 3], &[700]]));
-        assert_eq!(
-            or(Some(&[3, 0, 2, 1]), &[0, 2]),
-            want(&[&[700, 1], &[3, 2]])
         );
     }
 
