@@ -106,10 +106,13 @@ fn stable_order(keys: &Keys, mut bounds: Vec<usize>) -> Vec<i64> {
     order
 }
 
+/// Rows in a row taken from one piece of a merge after which it is taken from as a stretch (merge_pieces'
+/// exponential search; the tournament's comparisons with the runner-up alone).
+const GALLOP: usize = 8;
+
 /// Merge two sorted pieces of rows into OUT, rows of A first among equal keys. After GALLOP rows in a
 /// row from one piece, the rest of that piece's stretch is found by an exponential search.
 fn merge_pieces(keys: &Keys, a: &[i64], b: &[i64], out: &mut [i64]) {
-    const GALLOP: usize = 8;
     let key = |row: i64| keys.get(row as usize);
     let (mut i, mut j, mut at) = (0, 0, 0);
     let (mut from_a, mut from_b) = (0, 0);
@@ -252,12 +255,8 @@ fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
     let mut order = Vec::with_capacity(n);
     let mut starts = Vec::with_capacity(n / 2 + 1);
     let mut last: Option<Cursor> = None; // the row taken before, for the group starts
-    loop {
-        let mut winner = losers[0];
-        let cursor = &mut cursors[winner];
-        if cursor.at == cursor.end {
-            break;
-        }
+                                         // The winner's row taken: its group start (unless its key is the row's before) and its place in order.
+    let mut take = |cursor: &mut Cursor| {
         let taken = *cursor;
         if last
             .as_ref()
@@ -269,6 +268,33 @@ fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
         last = Some(taken);
         cursor.at += 1;
         cursor.load(keys);
+    };
+    let (mut previous, mut streak) = (usize::MAX, 0); // the piece that won last, how many times in a row
+    loop {
+        let mut winner = losers[0];
+        if cursors[winner].at == cursors[winner].end {
+            break;
+        }
+        streak = if winner == previous { streak + 1 } else { 0 };
+        previous = winner;
+        take(&mut cursors[winner]);
+        if streak >= GALLOP {
+            // A piece that keeps winning holds a stretch of the merged order (run files of sorted inputs hold
+            // whole files' stretches): its rows are taken while they go before the best of the others, the
+            // runner-up among the losers on its path, one comparison a row where a replay of the path took
+            // one a level. The tree stays as it was: its winner won every match on the path again.
+            let mut node = (winner + k) / 2;
+            let mut second = losers[node];
+            while node > 1 {
+                node /= 2;
+                if before(&cursors, losers[node], second) {
+                    second = losers[node];
+                }
+            }
+            while cursors[winner].at < cursors[winner].end && before(&cursors, winner, second) {
+                take(&mut cursors[winner]);
+            }
+        }
         let mut node = (winner + k) / 2;
         while node >= 1 {
             if before(&cursors, losers[node], winner) {
@@ -985,6 +1011,30 @@ pub(crate) mod tests {
                 piece.sort();
                 words.extend(piece);
             }
+            check(&words.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn many_pieces_of_long_stretches() {
+        // 5 to 16 sorted pieces (the tournament's) that each hold stretches of 1 to 150 consecutive keys
+        // of one sorted list, keys repeating within a stretch and across pieces: taken as stretches once a
+        // piece has won GALLOP times, still a stable sort with its groups.
+        let mut next = numbers(23);
+        for pieces in 5..17 {
+            let mut all: Vec<Vec<String>> = vec![Vec::new(); pieces];
+            let mut key = 0;
+            while all.iter().map(Vec::len).sum::<usize>() < 40 * pieces {
+                let piece = next() % pieces;
+                for _ in 0..next() % 150 + 1 {
+                    key += usize::from(next() % 4 != 0); // a key a fourth of the time repeated
+                    all[piece].push(format!("k{key:06}"));
+                }
+                if next() % 5 == 0 {
+                    all[next() % pieces].push(format!("k{key:06}")); // the same key in another piece
+                }
+            }
+            let words: Vec<String> = all.concat();
             check(&words.iter().map(String::as_str).collect::<Vec<_>>());
         }
     }
