@@ -41,17 +41,17 @@ def main(argv=None) -> None:
     parser.add_argument("files", nargs="+")
     parser.add_argument("--beam-default", action="store_true", help="Beam's sampling period, not the command's")
     args = parser.parse_args(argv)
-    waits, stop, period = [], statesampler.StateSampler.stop, run.SAMPLING_MS
-    statesampler.StateSampler.stop = timed_stops(waits)
+    sampler = statesampler.StateSampler
+    waits, stop, period, defaults = [], sampler.stop, run.SAMPLING_MS, sampler.__init__.__defaults__
+    sampler.stop = timed_stops(waits)
     if args.beam_default:
         run.SAMPLING_MS = statesampler.DEFAULT_SAMPLING_PERIOD_MS
     try:
         with tempfile.TemporaryDirectory() as scratch:
             if cli.main(["import", *args.files, "--output", f"{scratch}/out", "--quiet"]):
                 raise SystemExit("the import failed")
-    finally:
-        statesampler.StateSampler.stop, run.SAMPLING_MS = stop, period
-        run.end_bundles_promptly()
+    finally:  # this process's sampler as it was, for whatever runs in it next
+        sampler.stop, run.SAMPLING_MS, sampler.__init__.__defaults__ = stop, period, defaults
     print(f"bundles {len(waits)}, waits summed {sum(waits):.3f} s, over {LONG_WAIT * 1000:.0f} ms: "
           f"{', '.join(f'{wait:.3f}' for wait in waits if wait > LONG_WAIT) or 'none'}")
 

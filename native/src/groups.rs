@@ -8,7 +8,6 @@ use crate::order::Keys;
 use crate::runs::MASK_BYTES;
 
 /// The columns of the merged rows, as Arrow lays them out.
-#[derive(Default)]
 pub struct Merged {
     pub key_offsets: Vec<i32>,
     pub key_bytes: Vec<u8>,

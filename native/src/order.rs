@@ -254,8 +254,9 @@ fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
     let n = bounds[k];
     let mut order = Vec::with_capacity(n);
     let mut starts = Vec::with_capacity(n / 2 + 1);
-    let mut last: Option<Cursor> = None; // the row taken before, for the group starts
-                                         // The winner's row taken: its group start (unless its key is the row's before) and its place in order.
+    // The row taken before, for the group starts.
+    let mut last: Option<Cursor> = None;
+    // The winner's row taken: its group start (unless its key is the row's before) and its place in order.
     let mut take = |cursor: &mut Cursor| {
         let taken = *cursor;
         if last
