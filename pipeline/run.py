@@ -20,6 +20,7 @@ from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
 from ngramflow.pipeline.graph import aggregation, build_import, default_merge, in_input_order
+from ngramflow.pipeline.embedded import end_bundles_promptly, inspect_once
 from ngramflow.pipeline.inputs import InputFiles, expand_inputs
 from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions
@@ -44,24 +45,10 @@ class ImportResult:
     note: str | None = None
 
 
-#: How often, in ms, a worker of the embedded runner samples which step it is in (Beam's state sampler, whose
-#: default is 200). A bundle ends by joining its sampler's thread, which wakes only at its next sample: each
-#: long bundle (every worker's share of the read stage, of the merge, the vocabulary's) ended 0-200 ms after
-#: its last work, with the cores idle. 10 ms keeps the wait below that of one small step.
-SAMPLING_MS = 10
-
-
-def end_bundles_promptly() -> None:
-    """Make the state samplers of this process's bundles sample every SAMPLING_MS (Beam 2.62 takes no option
-    for it: the period is its StateSampler's default argument). The samples feed Beam's per-step msec
-    counters, which nothing here reads; a sampler thread woken 100 times a second costs no measurable CPU."""
-    from apache_beam.runners.worker import statesampler
-
-    statesampler.StateSampler.__init__.__defaults__ = (SAMPLING_MS,)
-
-
 def direct_runner_args(opts: ImportOptions) -> list[str]:
-    end_bundles_promptly()  # the embedded runner's workers are this process's threads
+    # The embedded runner's workers are this process's threads: Beam's costs that take no option, cut here.
+    end_bundles_promptly()
+    inspect_once()
     # cloudpickle, not dill: Beam pickles every DoFn several times while it builds and starts the graph (565
     # times an import), and dill's pure-Python pickler made that a third of the start: the bundled sample's
     # import took 1.3-1.8 s of CPU with dill, 1.1-1.4 s with cloudpickle.

@@ -13,7 +13,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, vocabulary_of)
 from ngramflow.pipeline.options import ImportOptions
-from ngramflow.pipeline.run import SAMPLING_MS, direct_runner_args
+from ngramflow.pipeline.embedded import SAMPLING_MS
+from ngramflow.pipeline.run import direct_runner_args
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,7 @@ class _SamplingPeriod(beam.DoFn):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_embedded_bundles_end_without_waiting_for_a_slow_sampler(workers):
     # A bundle ends by joining its state sampler's thread, which sleeps out its period first: Beam's 200 ms
-    # left the cores idle at the end of every long bundle (pipeline/run.py).
+    # left the cores idle at the end of every long bundle (pipeline/embedded.py).
     options = ImportOptions(inputs=[SAMPLE], output="unused", workers=workers)
     with beam.Pipeline(options=PipelineOptions(direct_runner_args(options))) as pipeline:
         periods = pipeline | beam.Create(range(4)) | beam.Reshuffle() | beam.ParDo(_SamplingPeriod())

@@ -6,6 +6,7 @@ reader that skips there must be the same lines with the same numbers.
 """
 
 import gzip
+import itertools
 import os
 import random
 import time
@@ -158,22 +159,50 @@ def test_a_reader_stopped_early_waits_for_the_piece_being_collapsed(tmp_path, mo
     """The piece after the one taken is collapsing on another thread, reading the reader's buffer: closing
     the pieces (as an error in the caller does) must wait for it, before the reader gives its buffers back."""
     monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
-    running, collapse = [], read.collapse_chunk
+    running, started, collapse = [], itertools.count(), read.collapse_natively
 
-    def slow_collapse(chunk, fmt, path, first_line, *args):
-        running.append(first_line)
-        time.sleep(0 if first_line == 1 else 0.5)  # each piece after the first takes its time
+    def slow_collapse(*args):
+        piece = next(started)
+        running.append(piece)
+        time.sleep(0 if piece == 0 else 0.5)  # each piece after the first takes its time
         try:
-            return collapse(chunk, fmt, path, first_line, *args)
+            return collapse(*args)
         finally:
-            running.remove(first_line)
+            running.remove(piece)
 
-    monkeypatch.setattr(read, "collapse_chunk", slow_collapse)
+    monkeypatch.setattr(read, "collapse_natively", slow_collapse)
     text = b"".join(b"w%d\t1990\t3\t1\n" % i for i in range(5000))
     reader = read.LineReader(gz(tmp_path / "f.gz", text), "2012")
     pieces = read._collapsed(reader, None, read.ReadSettings())
     first_line, lines, collapsed = next(pieces)
-    assert first_line == 1 and collapsed.runs.num_rows == lines and running  # the next piece is collapsing
+    assert first_line == 1 and collapsed.runs.num_rows == lines
+    started_by = time.monotonic() + 10  # the next piece was handed to a thread of _AHEAD: it starts collapsing
+    while not running and time.monotonic() < started_by:
+        time.sleep(0.01)
+    assert running
     pieces.close()
     assert not running
     reader.close()
+
+
+def test_the_lines_the_kernel_counts_number_the_rejects_after_them(tmp_path, monkeypatch):
+    """The kernel counts the lines of the pieces it reads (no pass of their own): a malformed line after many
+    such pieces, and after one read line by line, is named by its number in the file."""
+    monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
+    lines = [b"w%d\t1990\t3\t1" % i for i in range(5000)]
+    bad = [1234, 1240, 4321, 4999]
+    for i in bad:
+        lines[i] = b"bad line %d" % i
+    path = gz(tmp_path / "f.gz", b"\n".join(lines))  # its last line without a newline, and malformed
+    fn = read.ReadNgramFile(read.ReadSettings())
+    fn.setup()
+    rejects, stats = [], []
+    for out in fn.process(read.pack_files([(path, os.path.getsize(path))], 1 << 30)[0]):
+        if isinstance(out, read.beam.pvalue.TaggedOutput) and out.tag == fn.REJECTS:
+            rejects.append(out.value[1])
+        elif isinstance(out, read.beam.pvalue.TaggedOutput):
+            stats += out.value[1]
+    found = pa.concat_tables(rejects).sort_by("line")
+    assert found["line"].to_pylist() == [i + 1 for i in bad]
+    assert found["raw"].to_pylist() == [lines[i] for i in bad]
+    assert stats[0]["rows_read"] == 5000 and stats[0]["rows_rejected"] == len(bad)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ngramflow.schemas import REJECTS, YEAR_MAX, YEAR_MIN, YEAR_SERIES
 from ngramflow.transforms import columnar
 from ngramflow.transforms.collapse import collapse, run_schema
-from ngramflow.transforms.native import _kernel, strictly_ascending
+from ngramflow.transforms.native import _kernel, count_lines, strictly_ascending
 from ngramflow.transforms.parse import line_by_line
 from ngramflow.transforms.policy import RowPolicy, fold_case
 
@@ -30,6 +30,7 @@ class Collapsed(NamedTuple):
     dropped: int  # year rows the policy dropped
     rejects: pa.Table  # schemas.REJECTS
     ascending: bool  # whether each run's n-gram is above the one before (UTF-8 byte order)
+    lines: int  # the chunk's lines
 
 
 def _buffer(data: bytes, type_: pa.DataType, n: int) -> pa.Array:
@@ -37,7 +38,7 @@ def _buffer(data: bytes, type_: pa.DataType, n: int) -> pa.Array:
 
 
 def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int, bool]:
-    offsets, keys, fold_here, matches, volumes, mask_offsets, masks, dropped, series, ascending = found
+    offsets, keys, fold_here, matches, volumes, mask_offsets, masks, dropped, series, ascending, _ = found
     n = len(matches) // 8
     ngrams = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
     fold_here = np.frombuffer(fold_here, np.bool_)
@@ -58,18 +59,33 @@ def _runs(found: tuple, keep_years: bool) -> tuple[pa.Table, int, bool]:
     return pa.Table.from_arrays(columns, schema=run_schema(keep_years)), dropped, ascending
 
 
-def collapse_chunk(chunk: bytes | memoryview, fmt: str, path: str, first_line: int, policy: RowPolicy,
-                   keep_years: bool) -> Collapsed:
-    """The runs, dropped row count and rejects of ``chunk``: whole lines of ``path``, the first numbered
-    ``first_line`` (bytes, or a view of a reader's buffer: what is returned holds none of it)."""
+def collapse_natively(chunk: bytes | memoryview, fmt: str, policy: RowPolicy, keep_years: bool) -> Collapsed | None:
+    """The runs, dropped row count and lines of ``chunk``, whole lines (bytes, or a view of a reader's buffer:
+    what is returned holds none of it), by the kernel; None where it cannot vouch for a line (then
+    collapse_line_by_line, which needs the number of the chunk's first line to name its rejects)."""
     # Every row's year is within [YEAR_MIN, YEAR_MAX]: a window is the same clamped into one year beyond.
     year_min = min(max(YEAR_MIN if policy.year_min is None else policy.year_min, YEAR_MIN), YEAR_MAX + 1)
     year_max = max(min(YEAR_MAX if policy.year_max is None else policy.year_max, YEAR_MAX), YEAR_MIN - 1)
     found = _kernel.collapse_chunk(chunk, fmt, year_min, year_max, policy.pos == "drop", policy.lowercase,
                                    keep_years)
-    if found is not None:
-        runs, dropped, ascending = _runs(found, keep_years)
-        return Collapsed(runs, dropped, REJECTS.empty_table(), ascending)
+    if found is None:
+        return None
+    runs, dropped, ascending = _runs(found, keep_years)
+    return Collapsed(runs, dropped, REJECTS.empty_table(), ascending, found[-1])
+
+
+def collapse_line_by_line(chunk: bytes | memoryview, fmt: str, path: str, first_line: int, policy: RowPolicy,
+                          keep_years: bool) -> Collapsed:
+    """collapse_natively's answer by the reference route, which also names the rejects of ``chunk``: whole
+    lines of ``path``, the first numbered ``first_line``."""
     rows, rejects = line_by_line(bytes(chunk), fmt, path, first_line)
     runs, dropped = collapse(rows, columnar.run_starts(columnar.whole(rows["ngram"])), policy, keep_years)
-    return Collapsed(runs, dropped, rejects, strictly_ascending(columnar.whole(runs["ngram"])))
+    return Collapsed(runs, dropped, rejects, strictly_ascending(columnar.whole(runs["ngram"])), count_lines(chunk))
+
+
+def collapse_chunk(chunk: bytes | memoryview, fmt: str, path: str, first_line: int, policy: RowPolicy,
+                   keep_years: bool) -> Collapsed:
+    """The runs, dropped row count, rejects and lines of ``chunk``: whole lines of ``path``, the first numbered
+    ``first_line``; by the kernel where it vouches for every line, else by the reference route."""
+    found = collapse_natively(chunk, fmt, policy, keep_years)
+    return found if found is not None else collapse_line_by_line(chunk, fmt, path, first_line, policy, keep_years)

@@ -27,7 +27,7 @@ from isal import igzip, isal_zlib
 
 from ngramflow.transforms import formats, table_coder  # noqa: F401  (tables' coder, used below)
 from ngramflow.transforms.checked import CountOverflow
-from ngramflow.transforms.kernel import Collapsed, collapse_chunk
+from ngramflow.transforms.kernel import Collapsed, collapse_line_by_line, collapse_natively
 from ngramflow.transforms.native import count_lines
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import CHUNK_BYTES, EMIT_RUNS, EXPANSION
@@ -328,6 +328,15 @@ class LineReader:
         up to the last line that starts before decompressed offset ``end`` (None: the end of the file).
         Each piece's bytes are a view of one of the reader's buffers, valid until the second piece after it is
         asked for."""
+        for piece in self.pieces_before(end):
+            lines = count_lines(piece)
+            yield self.line, lines, piece
+            self.line += lines
+
+    def pieces_before(self, end: int | None):
+        """lines_before's pieces, their lines not counted: whoever takes them counts them, and moves ``line``
+        past them before the reader is read on from another place (_collapsed: the kernel counts the lines
+        it parses)."""
         while end is None or self.offset < end:
             cut = self._cut(end)
             if not cut:
@@ -337,15 +346,14 @@ class LineReader:
                     return
                 cut = self.end - self.start  # the file's last line has no newline
             piece = memoryview(self.buffer)[self.start:self.start + cut]
-            lines = count_lines(piece)
             # The piece before this one stays valid; those before it are over.
             for buffer in self.retired:
                 if buffer is not self.handed:
                     _BUFFERS.give(buffer)
             self.retired = [b for b in self.retired if b is self.handed]
             self.handed = self.buffer
-            yield self.line, lines, piece
-            self.start, self.offset, self.line = self.start + cut, self.offset + cut, self.line + lines
+            yield piece
+            self.start, self.offset = self.start + cut, self.offset + cut
 
     def close(self):
         if self.ahead:  # the decompression into a buffer ends before the buffer and the file are let go
@@ -545,21 +553,33 @@ class ReadNgramFile(beam.DoFn):
 
 def _collapsed(reader: LineReader, end: int | None, settings: ReadSettings):
     """(number of the first line, number of lines, Collapsed) of each piece of READER's lines before END, in
-    order; each piece is collapsed on a thread of _AHEAD while the one before it is taken (a piece stays valid
-    until the second after it is asked for)."""
-    pending = None  # (first line, lines, future Collapsed) of the piece being collapsed
+    order; each piece is collapsed by the kernel on a thread of _AHEAD while the one before it is taken (a
+    piece stays valid until the second after it is asked for), and its lines are counted there, by the kernel
+    that parses them. A piece the kernel cannot vouch for is read by the reference route here, in order, where
+    the number of its first line is known."""
+    pending = None  # (piece, future Collapsed or None) of the piece being collapsed
+
+    def taken(done):
+        piece, future = done
+        collapsed = future.result()
+        if collapsed is None:
+            collapsed = collapse_line_by_line(piece, reader.format, reader.path, reader.line, settings.policy,
+                                              settings.keep_years)
+        first_line, reader.line = reader.line, reader.line + collapsed.lines
+        return first_line, collapsed.lines, collapsed
+
     try:
-        for first_line, lines, chunk in reader.lines_before(end):
-            done, pending = pending, (first_line, lines, _AHEAD.submit(
-                collapse_chunk, chunk, reader.format, reader.path, first_line, settings.policy, settings.keep_years))
+        for piece in reader.pieces_before(end):
+            done, pending = pending, (piece, _AHEAD.submit(
+                collapse_natively, piece, reader.format, settings.policy, settings.keep_years))
             if done:
-                yield done[0], done[1], done[2].result()
+                yield taken(done)
         done, pending = pending, None
         if done:
-            yield done[0], done[1], done[2].result()
+            yield taken(done)
     finally:  # stopped early (an error here or in the caller): the piece's buffer outlives its collapse
-        if pending and not pending[2].cancel():
-            pending[2].exception()
+        if pending and not pending[1].cancel():
+            pending[1].exception()
 
 
 def _share(size: int, index: int, slices: int) -> int:

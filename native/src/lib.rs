@@ -43,6 +43,7 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
         at += fields::counts(text, key, format, |year, matches, volumes| {
             runs.add(run, year, matches, volumes, policy)
         })?;
+        runs.lines += 1;
     }
     if let Some(run) = open {
         runs.close(run, policy).ok()?;
@@ -116,9 +117,10 @@ impl Owned {
 /// collapse_chunk(chunk, format, year_min, year_max, drop_tagged, lowercase, keep_years)
 ///
 /// None, or (key offsets int32, key bytes, fold-in-Python flags uint8, match int64, volume int64,
-/// year span mask offsets int32, their bytes, dropped rows, series, ascending) where series is None or
-/// (offsets int32, year int16, match int64, volume int64), and ascending whether each key is above
-/// the one before (as given: before Python folds those flagged).
+/// year span mask offsets int32, their bytes, dropped rows, series, ascending, lines) where series is None
+/// or (offsets int32, year int16, match int64, volume int64), ascending whether each key is above the
+/// one before (as given: before Python folds those flagged), and lines the chunk's lines (the last may
+/// lack its newline).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn collapse_chunk<'py>(
@@ -176,6 +178,7 @@ fn collapse_chunk<'py>(
             runs.dropped.into_pyobject(py)?.into_any(),
             series,
             PyBool::new(py, runs.ascending).to_owned().into_any(),
+            runs.lines.into_pyobject(py)?.into_any(),
         ],
     )?;
     Ok(Some(result))

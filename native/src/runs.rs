@@ -34,6 +34,8 @@ pub struct Runs {
     pub series_volumes: Vec<i64>,
     /// Year rows the policy dropped.
     pub dropped: u64,
+    /// Lines read: the reader numbers its lines by them, with no pass of its own to count them.
+    pub lines: u64,
     /// Whether every run's key is above the one before (byte order), as pushed (unfolded for Python).
     pub ascending: bool,
     /// The open run's totals, taken row by row as each line is read: one for every run of the chunk.
