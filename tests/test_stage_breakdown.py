@@ -1,11 +1,15 @@
 """The per-stage breakdown of `make bench` (benchmarks/stages.py) charges py-spy's samples as it says; the
-bundles' waits for their state samplers (benchmarks/bundle_ends.py) are timed."""
+bundles' waits for their state samplers (benchmarks/bundle_ends.py) and the start (benchmarks/start.py) are
+timed."""
 
 import os
+import re
 
+import pytest
 from apache_beam.runners.worker import statesampler
+from apache_beam.transforms import core, userstate
 
-from benchmarks import bundle_ends, stages
+from benchmarks import bundle_ends, stages, start
 from conftest import SAMPLE
 
 MAIN = 'process 1:"python -m ngramflow.cli import"'
@@ -56,3 +60,15 @@ def test_bundle_ends_times_every_bundle_of_an_import(capsys):
     bundles = int(capsys.readouterr().out.split(",")[0].removeprefix("bundles "))
     assert bundles > 0  # the stage of the input files, the read stage, the vocabulary's, ...
     assert statesampler.StateSampler.stop is stop  # Beam's own again, for the imports after it
+
+
+@pytest.mark.parametrize("beam_reading", [False, True])
+def test_start_times_the_first_unit_and_beams_inspection(capsys, beam_reading):
+    reading, specs = core.get_function_args_defaults, userstate.get_dofn_specs
+    start.main([os.path.join(SAMPLE, "2012")] + ["--beam-reading"] * beam_reading)
+    out = capsys.readouterr().out
+    first, calls = re.fullmatch(r"first work unit after ([\d.]+) s; get_dofn_specs [\d.]+ s over (\d+) calls\n",
+                                out).groups()
+    assert float(first) > 0 and int(calls) > 0
+    # Beam's own again, for the imports after it.
+    assert core.get_function_args_defaults is reading and userstate.get_dofn_specs is specs
