@@ -11,29 +11,15 @@ for comparison (BENCHMARKS.md, issue 16's fifteenth round).
 import argparse
 import sys
 import tempfile
-import time
 
 from apache_beam.runners.worker import statesampler
 
+from benchmarks.measure import timed_calls
 from ngramflow import cli
 from ngramflow.pipeline import embedded
 
 #: Waits reported one by one: above the longest sampling period the command sets.
 LONG_WAIT = 0.02
-
-
-def timed_stops(waits: list[float]):
-    """StateSampler.stop, appending the seconds each call takes to WAITS."""
-    stop = statesampler.StateSampler.stop
-
-    def timed(sampler):
-        started = time.perf_counter()
-        try:
-            return stop(sampler)
-        finally:
-            waits.append(time.perf_counter() - started)
-
-    return timed
 
 
 def main(argv=None) -> None:
@@ -43,7 +29,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     sampler = statesampler.StateSampler
     waits, stop, period, defaults = [], sampler.stop, embedded.SAMPLING_MS, sampler.__init__.__defaults__
-    sampler.stop = timed_stops(waits)
+    sampler.stop = timed_calls(stop, waits)
     if args.beam_default:
         embedded.SAMPLING_MS = statesampler.DEFAULT_SAMPLING_PERIOD_MS
     try:

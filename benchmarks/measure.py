@@ -79,3 +79,16 @@ def run(command: list[str], env: dict | None = None, interval: float = 0.05, cwd
     done.set()
     sampler.join()
     return Measurement(wall, peak, proc.returncode, output, _children_cpu() - cpu_before)
+
+
+def timed_calls(function, seconds: list[float]):
+    """FUNCTION, appending the seconds each call takes to SECONDS (a benchmark's probe in its own process)."""
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - started)
+
+    return timed

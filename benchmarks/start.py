@@ -15,24 +15,12 @@ import time
 
 from apache_beam.transforms import core, userstate
 
+from benchmarks.measure import timed_calls
 from ngramflow import cli
 from ngramflow.pipeline import embedded, run
 from ngramflow.transforms.read import ReadNgramFile
 
 STARTED = time.perf_counter()
-
-
-def _timed(function, seconds: list[float]):
-    """FUNCTION, appending the seconds each call takes to SECONDS."""
-
-    def timed(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            seconds.append(time.perf_counter() - started)
-
-    return timed
 
 
 def main(argv=None) -> None:
@@ -47,7 +35,7 @@ def main(argv=None) -> None:
         first_unit.append(time.perf_counter())
         return process(fn, unit)
 
-    userstate.get_dofn_specs, get_dofn_specs = _timed(userstate.get_dofn_specs, specs), userstate.get_dofn_specs
+    userstate.get_dofn_specs, get_dofn_specs = timed_calls(userstate.get_dofn_specs, specs), userstate.get_dofn_specs
     ReadNgramFile.process = process_timed
     if args.beam_reading:
         run.inspect_once, core.get_function_args_defaults = lambda: None, embedded._ARGUMENTS
