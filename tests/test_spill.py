@@ -22,6 +22,7 @@ from apache_beam.testing.util import assert_that, equal_to
 import ngramflow
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, run_cli, vocabulary_of)
+from ngramflow import schemas
 from ngramflow.schemas import RESERVED_TOKENS, layout
 from ngramflow.transforms import columnar, native, runfiles, spill, vocabulary, vocabulary_sort
 from ngramflow.transforms.collapse import run_schema
@@ -104,6 +105,23 @@ def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows, workers):
     assert merge_runs(pa.concat_tables(pieces)).equals(merge_runs(runs))
     keys = pa.concat_tables(pieces)["ngram"].to_pylist()
     assert keys == sorted(keys) and len(set(keys)) == len(keys), "ranges in order, each n-gram in one"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_merging_thread_gives_each_token_once_over_all_of_its_ranges(tmp_path, workers):
+    # "t0".."t6" end n-grams of every range: a token spiller of each range's own gave them once a range.
+    runs = random_runs(12_000, 4)
+    refs = spilled(runs, tmp_path / "runs", 16 << 10, step=1500)
+    ranges = spill.MergeRanges(1, str(tmp_path / "runs"), 8 << 20, str(tmp_path / "out"), schemas.NGRAMS, None,
+                               SPILL_COMPRESSION, range_rows=1500, workers=workers)
+    outputs = list(ranges.process(refs))
+    (token_runs,) = [o.value for o in outputs if isinstance(o, beam.pvalue.TaggedOutput) and o.tag == spill.TOKEN_RUNS]
+    parts = [o for o in outputs if not isinstance(o, beam.pvalue.TaggedOutput)]
+    assert len({part["file"] for part in parts}) >= 4 * workers  # ranges enough to repeat the tokens
+    tokens = [t for run in token_runs for t in pa.ipc.open_file(run.path).read_all()["token"].to_pylist()]
+    distinct = {t for ngram in runs["ngram"].to_pylist() for t in ngram.split(" ")}
+    assert set(tokens) == distinct
+    assert len(tokens) <= workers * len(distinct)  # at most once a thread
 
 
 def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ small records do (transforms/runfiles.py):
 
 import concurrent.futures
 import math
+import threading
 import weakref
 from typing import NamedTuple
 
@@ -97,14 +98,16 @@ def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1, at_least
 
 
 def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
-                compression: str | None) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
+                compression: str | None, tokens: TokenRuns | None = None
+                ) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
     """One range -> its part file of each order, written under ROOT in SCHEMA, within BUDGET; returns
     ({"order", "file", "first", "last"} per part file, {order: (n-grams, matches, volumes)}, the RunFiles of
-    the range's tokens)."""
+    the range's tokens). Its tokens go to TOKENS when given (token_spiller: the caller's, which it flushes),
+    else to a spiller of the range's own."""
     index, _, lo, hi, runs = planned
     totals, parts, token_runs = {}, {}, []
-    # The budget, halved: the merge's batches and the range's tokens are held at once.
-    tokens = TokenRuns(folder, budget // 2)
+    own = tokens is None
+    tokens = token_spiller(folder, budget) if own else tokens
     with StreamedTables(root, schema) as files:
         for piece in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression):
             ngrams = to_ngram_table(keep_frequent(piece, min_count))
@@ -121,7 +124,13 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
                 part["last"] = rows["ngram"][-1].as_py()
             # A table of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
             token_runs += tokens.add(ngrams, unigrams=orders == {1})
-    return list(parts.values()), totals, token_runs + tokens.flush()
+    return list(parts.values()), totals, token_runs + (tokens.flush() if own else [])
+
+
+def token_spiller(folder: str, budget: int) -> TokenRuns:
+    """The token runs of a range's merge within its BUDGET: half of it, since the merge's batches and the
+    range's tokens are held at once."""
+    return TokenRuns(folder, budget // 2)
 
 
 class MergeRange(beam.DoFn):
@@ -164,11 +173,25 @@ class MergeRanges(MergeRange):
     def process(self, runs: list[RunFile]):
         token_runs = []
         release_freed_memory()
+        # A token spiller a thread, for all of the ranges it merges: each range's own gave again every token
+        # it had, the tokens of the range before among them (tokens repeat across n-gram ranges: all but the
+        # first of an n-gram's are anywhere), and the vocabulary merged them all again.
+        spillers, local = [], threading.local()
+
+        def merge(planned: Range):
+            if not hasattr(local, "tokens"):
+                local.tokens = token_spiller(self.folder, self.budget)
+                spillers.append(local.tokens)
+            return merge_range(planned, self.min_count, self.folder, self.budget, self.root, self.schema,
+                               self.compression, local.tokens)
+
         with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="merge") as pool:
             planned = plan_ranges(runs, self.range_rows, self.workers)
-            for each, merged_range in zip(planned, pool.map(self.merge, planned)):
+            for each, merged_range in zip(planned, pool.map(merge, planned)):
                 token_runs += merged_range[2]
                 yield from self.outputs(each, merged_range)
+        for tokens in spillers:
+            token_runs += tokens.flush()
         yield beam.pvalue.TaggedOutput(TOKEN_RUNS, token_runs)
 
 
