@@ -102,8 +102,8 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
                 ) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
     """One range -> its part file of each order, written under ROOT in SCHEMA, within BUDGET; returns
     ({"order", "file", "first", "last"} per part file, {order: (n-grams, matches, volumes)}, the RunFiles of
-    the range's tokens). Its tokens go to TOKENS when given (token_spiller: the caller's, which it flushes),
-    else to a spiller of the range's own."""
+    the range's tokens). Its tokens go to TOKENS when given (a token_spiller that the caller flushes), else to
+    a spiller of the range's own."""
     index, _, lo, hi, runs = planned
     totals, parts, token_runs = {}, {}, []
     own = tokens is None
