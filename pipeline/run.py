@@ -19,8 +19,8 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.graph import aggregation, build_import, default_merge, in_input_order
 from ngramflow.pipeline.embedded import end_bundles_promptly, inspect_once
+from ngramflow.pipeline.graph import aggregation, build_import, default_merge, in_input_order
 from ngramflow.pipeline.inputs import InputFiles, expand_inputs
 from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
 from ngramflow.pipeline.options import ImportOptions

@@ -47,14 +47,13 @@ def run_ids(starts: np.ndarray, n: int) -> np.ndarray:
     return np.cumsum(marks)
 
 
-def sum_by_ngram(values: np.ndarray, starts: np.ndarray, ngrams, column: str,
-                 order: np.ndarray | None = None) -> np.ndarray:
-    """The sum of each run of ``values`` (runs begin at ``starts`` of ``order``, as checked.sum_runs
-    reads them; ``ngrams[i]`` is run i's n-gram).
+def sum_by_ngram(values: np.ndarray, starts: np.ndarray, ngrams, column: str) -> np.ndarray:
+    """The sum of each run of consecutive ``values`` (runs begin at ``starts``; ``ngrams[i]`` is run i's
+    n-gram).
 
     A sum that does not fit int64 raises checked.CountOverflow naming the n-gram and ``column``.
     """
-    return checked.sum_runs(values, starts, lambda run: f"{column} of n-gram {ngrams[run].as_py()!r}", order)
+    return checked.sum_runs(values, starts, lambda run: f"{column} of n-gram {ngrams[run].as_py()!r}")
 
 
 def year_masks(years: np.ndarray, ids: np.ndarray, runs: int) -> np.ndarray:

@@ -98,16 +98,12 @@ def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1, at_least
 
 
 def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: str, schema: pa.Schema,
-                compression: str | None, tokens: TokenRuns | None = None
-                ) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
+                compression: str | None, tokens: TokenRuns) -> tuple[list[dict], dict[int, tuple], list[RunFile]]:
     """One range -> its part file of each order, written under ROOT in SCHEMA, within BUDGET; returns
-    ({"order", "file", "first", "last"} per part file, {order: (n-grams, matches, volumes)}, the RunFiles of
-    the range's tokens). Its tokens go to TOKENS when given (a token_spiller that the caller flushes), else to
-    a spiller of the range's own."""
+    ({"order", "file", "first", "last"} per part file, {order: (n-grams, matches, volumes)}, the RunFiles
+    that TOKENS, a token_spiller the caller flushes, spilled while it took the range's tokens)."""
     index, _, lo, hi, runs = planned
     totals, parts, token_runs = {}, {}, []
-    own = tokens is None
-    tokens = token_spiller(folder, budget) if own else tokens
     with StreamedTables(root, schema) as files:
         for piece in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression):
             ngrams = to_ngram_table(keep_frequent(piece, min_count))
@@ -124,7 +120,7 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
                 part["last"] = rows["ngram"][-1].as_py()
             # A table of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
             token_runs += tokens.add(ngrams, unigrams=orders == {1})
-    return list(parts.values()), totals, token_runs + (tokens.flush() if own else [])
+    return list(parts.values()), totals, token_runs
 
 
 def token_spiller(folder: str, budget: int) -> TokenRuns:
@@ -143,9 +139,9 @@ class MergeRange(beam.DoFn):
         self.min_count, self.folder, self.budget, self.root, self.schema = min_count, folder, budget, root, schema
         self.progress_dir, self.compression = progress_dir, compression
 
-    def merge(self, planned: Range):
+    def merge(self, planned: Range, tokens: TokenRuns):
         return merge_range(planned, self.min_count, self.folder, self.budget, self.root, self.schema,
-                           self.compression)
+                           self.compression, tokens)
 
     def outputs(self, planned: Range, merged_range) -> list:
         """What the range's merge outputs, but for its token runs."""
@@ -155,8 +151,9 @@ class MergeRange(beam.DoFn):
         return [beam.pvalue.TaggedOutput(ORDER_TOTALS, total) for total in totals.items()] + parts
 
     def process(self, planned: Range):
-        merged_range = self.merge(planned)
-        yield from (beam.pvalue.TaggedOutput(TOKEN_RUNS, run) for run in merged_range[2])
+        tokens = token_spiller(self.folder, self.budget)  # the range's own
+        merged_range = self.merge(planned, tokens)
+        yield from (beam.pvalue.TaggedOutput(TOKEN_RUNS, run) for run in merged_range[2] + tokens.flush())
         yield from self.outputs(planned, merged_range)
 
 
@@ -182,8 +179,7 @@ class MergeRanges(MergeRange):
             if not hasattr(local, "tokens"):
                 local.tokens = token_spiller(self.folder, self.budget)
                 spillers.append(local.tokens)
-            return merge_range(planned, self.min_count, self.folder, self.budget, self.root, self.schema,
-                               self.compression, local.tokens)
+            return self.merge(planned, local.tokens)
 
         with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="merge") as pool:
             planned = plan_ranges(runs, self.range_rows, self.workers)
