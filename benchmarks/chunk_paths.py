@@ -17,7 +17,7 @@ import sys
 
 
 def _chunks(path):
-    from ngramflow.transforms.read import LineReader
+    from ngramflow.transforms.lines import LineReader
 
     reader = LineReader(path, None)
     try:

@@ -6,7 +6,8 @@ Prints the number of lines read; the caller measures time and memory.
 import os
 import sys
 
-from ngramflow.transforms.read import ReadNgramFile, ReadSettings
+from ngramflow.transforms.lines import ReadSettings
+from ngramflow.transforms.read import ReadNgramFile
 
 
 def main(path: str) -> None:

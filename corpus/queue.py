@@ -51,7 +51,7 @@ def file_message(path: str) -> dict:
     holds, and its checksum (read once, whole)."""
     from apache_beam.io.filesystems import FileSystems  # Beam: not for `import` of the options
 
-    from ngramflow.transforms.read import CORRUPT_ERRORS, LineReader
+    from ngramflow.transforms.lines import CORRUPT_ERRORS, LineReader
 
     uri = path if "://" in path else os.path.abspath(path)
     digest, size = hashlib.sha256(), 0

@@ -8,6 +8,7 @@ from ngramflow import lean_start  # first: it sets how NumPy loads
 
 import argparse
 import atexit
+import contextlib
 import logging
 import os
 import signal
@@ -79,13 +80,42 @@ def _quiet_beam(verbose: bool) -> None:
     logging.getLogger().setLevel(level)
 
 
+def _head_start(opts: ImportOptions):
+    """A head start reading the first work units while Beam loads (transforms/head_start.py), for an import on
+    the embedded runner, on more than one core, of local files (head_start.files_to_read says which); else a
+    block without one. Any problem with the inputs is left to the import to report."""
+    from ngramflow.corpus.catalog import is_corpus_spec
+    from ngramflow.pipeline.inputs import expand_inputs
+    from ngramflow.transforms import head_start
+    from ngramflow.transforms.sizing import default_workers
+    from ngramflow.transforms.units import work_units
+
+    local = not any(is_corpus_spec(spec) or "://" in spec for spec in opts.inputs)
+    # Beam loaded already (the Python API's process, a test's) leaves nothing to overlap, and threads to fork.
+    loading = "apache_beam" not in sys.modules
+    if opts.runner != "direct" or opts.from_kafka or (os.cpu_count() or 1) < 2 or not local or not loading:
+        return contextlib.nullcontext()
+    settings = opts.read_settings()
+    try:
+        files = expand_inputs(opts.inputs).ngram_files
+    except (UserError, OSError):
+        return contextlib.nullcontext()
+    workers = opts.workers or default_workers(sum(size for _, size in files))
+    ahead = head_start.files_to_read(work_units(files, settings.slice_bytes), workers)
+    return head_start.reading(ahead, settings) if ahead else contextlib.nullcontext()
+
+
 def _import(args) -> int:
     _quiet_beam(args.verbose)
-    from ngramflow.pipeline.run import run_import, summary
-
     opts = option_fields.from_args(ImportOptions, args, beam_args=args.beam_args,
                                    mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order))
-    result = run_import(opts, progress=not args.quiet)
+    with _head_start(opts) as head:  # before Beam loads
+        from ngramflow.pipeline.run import run_import, summary
+
+        result = run_import(opts, progress=not args.quiet)
+    if head and args.verbose:
+        print(f"ngramflow: head start: {len(head.taken)} of {len(head.files)} files read while Beam started",
+              file=sys.stderr)
     if result.note and not args.quiet:
         print(f"note: {result.note}", file=sys.stderr)
     if not args.quiet:

@@ -10,14 +10,16 @@ from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
 from ngramflow.transforms.density import input_density
-from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
+from ngramflow.transforms.lines import ReadSettings
+from ngramflow.transforms.read import ReadNgramFiles
 from ngramflow.transforms.sinks import WriteRecords, WriteTables
 from ngramflow.transforms.sizing import (SORTED_INPUT_FILE_BYTES, SPILL_COMPRESSION, merge_shards, range_rows,
-                                         spill_budget, spill_compression, token_range_rows, work_unit_bytes)
+                                         spill_budget, spill_compression, token_range_rows)
 from ngramflow.transforms.sorted_input import KEY_SPANS, SPANS, ReadSortedFiles, WriteSortedInput
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS, TotalNgramsOnDisk, gathered_to_one
 from ngramflow.transforms.total import (SumOrderTotals, SummarizeOrders, TotalNgramRanges, files_by_order,
                                         range_records)
+from ngramflow.transforms.units import work_units
 from ngramflow.transforms.vocabulary import BuildVocabulary
 from ngramflow.transforms.vocabulary_sort import NumberVocabularyOnDisk
 
@@ -131,11 +133,7 @@ def build_import(pipeline: beam.Pipeline, opts: ImportOptions, files, out: Outpu
             density = input_density(files, settings)
             plan = {"keys": merge_shards(input_bytes, density), "table_bytes_per_input_byte": density}
         # Without Create's own reshuffle (a stage of its own): ReadNgramFiles spreads the units over the workers.
-        # Largest first: the units read last, while the workers that finished first wait, are the shortest
-        # (80M rows in 21 files of 18-22 MiB: 0.33 s -> 0.20 s of one worker waiting for the other).
-        packed = pack_files(files, work_unit_bytes(input_bytes), settings.slice_bytes)
-        units = pipeline | "Input files" >> beam.Create(
-            sorted(packed, key=lambda unit: -sum(size / slices for _, size, _, slices in unit)), reshuffle=False)
+        units = pipeline | "Input files" >> beam.Create(work_units(files, settings.slice_bytes), reshuffle=False)
     # The embedded runner's workers are threads of one process (pipeline/run.py), which share its budget.
     budget = spill_budget(opts.workers if opts.runner == "direct" else 1) if spill else None
     compression = SPILL_COMPRESSION

@@ -20,7 +20,6 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from apache_beam.io.filesystems import FileSystems
 
 from ngramflow.corpus.totalcounts import is_totalcounts_file as is_totalcounts
 from ngramflow.errors import UserError
@@ -155,6 +154,10 @@ def _readable(path: str) -> None:
 
 
 def _remote(spec: str) -> list[tuple[str, int]]:
+    # Beam's file systems, loaded only for remote inputs: a local import lists its files before Beam is loaded
+    # (transforms/head_start.py).
+    from apache_beam.io.filesystems import FileSystems
+
     pattern = spec + "**.gz" if spec.endswith("/") else spec
     try:
         matched = FileSystems.match([pattern])[0].metadata_list

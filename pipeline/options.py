@@ -17,7 +17,7 @@ from ngramflow.transforms.formats import INPUT_FORMATS
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
     from ngramflow.pipeline.mkn import MknSettings
-    from ngramflow.transforms.read import ReadSettings
+    from ngramflow.transforms.lines import ReadSettings
 
 #: Where downloaded corpus files are kept between runs.
 DEFAULT_CACHE = os.environ.get("NGRAMFLOW_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ngramflow"))
@@ -123,7 +123,7 @@ class ImportOptions:
         return QUEUE_INPUT_SIZE.bytes("--queue-input-size", self.queue_input_size or DEFAULT_QUEUE_INPUT_SIZE)
 
     def read_settings(self, progress_dir: str | None = None) -> "ReadSettings":
-        from ngramflow.transforms.read import ReadSettings
+        from ngramflow.transforms.lines import ReadSettings
 
         return ReadSettings(
             policy=RowPolicy(pos=self.pos, lowercase=self.lowercase, year_min=self.year_min, year_max=self.year_max),

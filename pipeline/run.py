@@ -30,7 +30,8 @@ from ngramflow.schemas import layout
 from ngramflow.schemas.manifest import ImportRecord, Manifest, OrderTotals, command_line
 from ngramflow.transforms.mkn.discount import DiscountError
 from ngramflow.transforms.merge import key_sizes
-from ngramflow.transforms.read import InputFileError, merge_file_stats
+from ngramflow.transforms.lines import InputFileError
+from ngramflow.transforms.read import merge_file_stats
 from ngramflow.transforms.sizing import default_workers, range_rows
 from ngramflow.transforms.sorted_input import InputNotSorted, lay_out_parts
 from ngramflow.transforms.spill import range_index

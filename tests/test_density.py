@@ -8,7 +8,7 @@ import pytest
 
 from ngramflow.corpus import scale
 from ngramflow.transforms.density import file_density, input_density
-from ngramflow.transforms.read import ReadSettings
+from ngramflow.transforms.lines import ReadSettings
 from ngramflow.transforms.sizing import KEY_SHARE, TABLE_BYTES_PER_INPUT_BYTE, key_budget, merge_shards
 
 

@@ -66,7 +66,7 @@ def sliced_files(corpus) -> int:
     """How many of the corpus's files checkpointed imports here read in slices (a precondition of the tests)."""
     from ngramflow.pipeline.inputs import expand_inputs
     from ngramflow.pipeline.option_fields import parse_size
-    from ngramflow.transforms.read import pack_files
+    from ngramflow.transforms.units import pack_files
 
     units = pack_files(expand_inputs([corpus]).ngram_files, 1 << 30, parse_size(SLICE_SIZE, "slice"))
     sliced = {unit[0][0] for unit in units if unit[0][3] > 1}

@@ -21,9 +21,10 @@ import pytest
 from conftest import copied, import_ok, ngrams_of, vocabulary_of
 from ngramflow.transforms import _kernel
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
-from ngramflow.transforms import columnar, kernel, parse, read
+from ngramflow.transforms import columnar, kernel, parse
 from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.collapse import collapse
+from ngramflow.transforms.lines import LineReader
 from ngramflow.transforms.policy import RowPolicy
 
 SEED = 20240607
@@ -259,14 +260,14 @@ def test_a_byte_order_mark_at_the_start_of_a_file_is_dropped_in_every_format_and
 def test_slices_read_a_file_with_a_byte_order_mark_like_the_whole_file(tmp_path, slice_bytes):
     text = BOM + b"a\t1990\t1\t1\nb\t1990\t2\t1\n\xef\xbb\xbfc\t1990\t3\t1\n"
     path = str(_gz(tmp_path / "f.gz", text))
-    whole = copied(read.LineReader(path, None).lines_before(None))
-    assert whole == [(1, 3, text[3:])] and read.LineReader(path, None).format == "2012"
+    whole = copied(LineReader(path, None).lines_before(None))
+    assert whole == [(1, 3, text[3:])] and LineReader(path, None).format == "2012"
     slices = -(-len(text) // slice_bytes)
-    continued, fresh, reader = [], [], read.LineReader(path, None)
+    continued, fresh, reader = [], [], LineReader(path, None)
     for k in range(slices):
         end = None if k == slices - 1 else (k + 1) * slice_bytes
         continued += copied(reader.lines_before(end))
-        skipping = read.LineReader(path, None)
+        skipping = LineReader(path, None)
         list(skipping.lines_before(k * slice_bytes))
         fresh += copied(skipping.lines_before(end))
     for pieces in (continued, fresh):

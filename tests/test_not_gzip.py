@@ -9,6 +9,7 @@ import pytest
 
 from conftest import import_ok, ngrams_of, run_cli
 from ngramflow.transforms import read
+from ngramflow.transforms.lines import InputFileError, ReadSettings
 
 ROWS = b"cat\t1990\t5\t2\ncat\t1991\t1\t1\ndog\t1990\t7\t3\n"
 NOT_GZIP = {
@@ -66,7 +67,7 @@ def test_files_not_named_gz_may_be_plain_text_or_gzip(tmp_path):
 def test_a_slice_of_a_file_that_is_not_gzip_fails_too(good, index):
     """Checkpointed imports read slices, each with a reader of its own when it starts fresh."""
     bad = _add(good, "error-page.gz")
-    fn = read.ReadNgramFile(read.ReadSettings(slice_bytes=16))
+    fn = read.ReadNgramFile(ReadSettings(slice_bytes=16))
     fn.setup()
-    with pytest.raises(read.InputFileError, match=r"error-page\.gz: not gzip \(starts with b'<!DOCTYP'\)"):
+    with pytest.raises(InputFileError, match=r"error-page\.gz: not gzip \(starts with b'<!DOCTYP'\)"):
         list(fn.process([(bad, os.path.getsize(bad), index, 4)]))

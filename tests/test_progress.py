@@ -11,13 +11,15 @@ from conftest import SAMPLE, gz_files
 from ngramflow.pipeline.progress import ProgressReporter
 from ngramflow import schemas
 from ngramflow.transforms import read, spill
+from ngramflow.transforms.lines import ReadSettings
+from ngramflow.transforms.units import pack_files
 
 
 def test_progress_counts_every_file_and_row(tmp_path):
     files = [(f, os.path.getsize(f)) for f in gz_files(os.path.join(SAMPLE, "2012"))]
     with beam.Pipeline() as p:
-        _ = (p | beam.Create(read.pack_files(files, 1 << 30))
-               | read.ReadNgramFiles(read.ReadSettings(progress_dir=str(tmp_path))))
+        _ = (p | beam.Create(pack_files(files, 1 << 30))
+               | read.ReadNgramFiles(ReadSettings(progress_dir=str(tmp_path))))
     stream = io.StringIO()
     reporter = ProgressReporter(str(tmp_path), len(files), sum(s for _, s in files), stream=stream, interval=0.01)
     snapshot = reporter.snapshot()
@@ -36,8 +38,8 @@ def test_progress_counts_the_ngram_ranges_written(tmp_path, threads):
     progress, out = tmp_path / "progress", tmp_path / "out"
     progress.mkdir()
     with beam.Pipeline() as p:
-        runs = (p | beam.Create(read.pack_files(files, 1 << 30))
-                | read.ReadNgramFiles(read.ReadSettings(progress_dir=str(progress)))).runs
+        runs = (p | beam.Create(pack_files(files, 1 << 30))
+                | read.ReadNgramFiles(ReadSettings(progress_dir=str(progress)))).runs
         _ = runs | spill.TotalNgramsOnDisk(1, str(tmp_path / "scratch"), 16 << 10, 500, str(out),
                                            schemas.ngrams_schema(False), str(progress), workers=2, threads=threads)
     parts = {os.path.basename(f) for _, _, names in os.walk(out) for f in names}

@@ -21,7 +21,9 @@ from ngramflow.transforms.mkn.stage import EstimateMkn
 from ngramflow.transforms.mkn.tables import Work
 from ngramflow.transforms.parse import ROW_SCHEMA
 from ngramflow.transforms.policy import RowPolicy
-from ngramflow.transforms.read import ReadNgramFiles, ReadSettings, pack_files
+from ngramflow.transforms.lines import ReadSettings
+from ngramflow.transforms.read import ReadNgramFiles
+from ngramflow.transforms.units import pack_files
 from ngramflow.transforms.total import SummarizeOrders, TotalNgramRanges
 
 

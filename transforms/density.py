@@ -12,7 +12,7 @@ with the import's own settings (--keep-years, filters).
 """
 
 from ngramflow.transforms.kernel import collapse_chunk
-from ngramflow.transforms.read import CORRUPT_ERRORS, InputFileError, LineReader, ReadSettings
+from ngramflow.transforms.lines import CORRUPT_ERRORS, InputFileError, LineReader, ReadSettings
 
 #: Files sampled, spread evenly over the input's list; their densest sets the plan.
 SAMPLE_FILES = 8

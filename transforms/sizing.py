@@ -28,6 +28,12 @@ EMIT_RUNS = 1 << 18
 PARALLEL_INPUT_BYTES = 32 << 20
 
 
+#: Compressed input the head start reads at most (transforms/head_start.py): about what one core reads in the
+#: second the embedded runner's start leaves it idle, and a bound on the run tables its folder holds (in the
+#: temporary folder, until the read stage takes them). Google's files are larger, and read by the stage.
+HEAD_START_BYTES = 128 << 20
+
+
 #: Compressed bytes per input file, on average, from which the embedded runner totals Google's files in their
 #: own order by default (transforms/sorted_input.py): each file costs part files of its own, joined after
 #: the run when small. Measured, 80M rows of the 2012 format: 20 sorted files of 22 MB, 7.5-8.0 s against

@@ -42,7 +42,8 @@ from ngramflow.schemas import layout
 from ngramflow.transforms import columnar, native
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.merge import merge_runs
-from ngramflow.transforms.read import ReadNgramFile, ReadSettings, file_id
+from ngramflow.transforms.lines import ReadSettings
+from ngramflow.transforms.read import ReadNgramFile, file_id
 from ngramflow.transforms.runfiles import file_system, make_folder, rows_below
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.spill import ORDER_TOTALS, TOKEN_RUNS

@@ -22,7 +22,7 @@ from ngramflow.pipeline.flink import config, jvm, rest
 from ngramflow.pipeline.flink.job_server import JobServer, LoopbackWorkerPool
 from ngramflow.pipeline.flink.options import LOCAL, FlinkOptions
 from ngramflow.pipeline.flink.provision import FLINK_HOME
-from ngramflow.transforms.read import InputFileError
+from ngramflow.transforms.lines import InputFileError
 
 #: Streaming sources stop this long after they have emitted everything, so the
 #: bounded job can end (Beam keeps them alive forever otherwise).

@@ -15,7 +15,7 @@ from apache_beam.coders import PickleCoder
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
 
 from ngramflow.corpus import queue
-from ngramflow.transforms.read import slice_count
+from ngramflow.transforms.units import slice_count
 
 _ROWS = ("rows_read", "rows_rejected", "rows_filtered")
 FILE_READ = ReadModifyWriteStateSpec("file", PickleCoder())

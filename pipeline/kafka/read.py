@@ -17,7 +17,7 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
 from ngramflow.corpus import queue
 from ngramflow.pipeline.output import OutputDir
 from ngramflow.schemas import layout
-from ngramflow.transforms.read import pack_files
+from ngramflow.transforms.units import pack_files
 
 
 #: Per file name, the checksum of the file counted under it (per the marker's key, its count).

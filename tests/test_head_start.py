@@ -1,0 +1,154 @@
+"""The head start (transforms/head_start.py): a process forked before Beam loads reads the first work unit's
+files, and the read stage takes their pieces from it, equal to its own reading of them; a file it did not read
+whole, unchanged and with the same settings is read by the stage. The command's imports with and without it
+give the same dataset."""
+
+import contextlib
+import gzip
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+from ngramflow.pipeline.options import ImportOptions
+from ngramflow.pipeline.run import run_import
+from ngramflow.transforms import head_start
+from ngramflow.transforms import lines as reading
+from ngramflow.transforms.lines import LineReader, ReadSettings, collapsed_pieces
+from ngramflow.transforms.policy import RowPolicy
+
+NGRAMFLOW = os.path.join(os.path.dirname(sys.executable), "ngramflow")
+
+
+def _text(seed: int, rows: int, bad_every: int = 997) -> bytes:
+    """2012-format rows of a few thousand n-grams in n-gram order, with malformed lines among them."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(300)]
+    ngrams = sorted({" ".join(rng.choice(words) for _ in range(rng.choice([1, 2, 3]))) for _ in range(rows // 4)})
+    lines = []
+    for ngram in ngrams:
+        for year in sorted(rng.sample(range(1900, 2009), rng.randint(1, 6))):
+            lines.append(f"{ngram}\t{year}\t{rng.randint(1, 500)}\t{rng.randint(1, 40)}")
+            if len(lines) % bad_every == 0:
+                lines.append(f"{ngram}\t{year}\tnot-a-count\t1")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _gz(path, data: bytes) -> str:
+    with gzip.open(path, "wb") as fh:
+        fh.write(data)
+    return str(path)
+
+
+def _pieces(pieces) -> list[tuple]:
+    """Comparable (first line, lines, runs, rejects, dropped, ascending) of each (first line, lines, Collapsed)."""
+    return [(first, lines, c.runs.to_pylist(), c.rejects.to_pylist(), c.dropped, c.ascending)
+            for first, lines, c in pieces]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_files_read_ahead_are_the_first_unit_of_each_worker_if_whole_and_small():
+    units = [[("/a", 50, 0, 1)], [("/b", 40, 0, 1), ("/c", 5, 0, 1)], [("/d", 30, 0, 1)]]
+    assert head_start.files_to_read(units, 2, limit=100) == ["/a", "/b", "/c"]
+    assert head_start.files_to_read(units, 1, limit=100) == ["/a"]
+    assert head_start.files_to_read(units, 2, limit=90) == []  # more than the limit: the stage reads them
+    assert head_start.files_to_read([[("/a", 50, 0, 2)], [("/a", 50, 1, 2)]], 2, limit=100) == []  # slices
+    assert head_start.files_to_read([], 2) == []
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Blocks of 4 KiB: a file of many pieces, one of them read line by line (a malformed line)."""
+    monkeypatch.setattr(reading, "CHUNK_BYTES", 4096)
+
+
+def test_the_pieces_taken_are_those_the_stage_reads(tmp_path, small_chunks):
+    files = [_gz(tmp_path / f"{i}.gz", _text(i, 4000)) for i in range(2)]
+    settings = ReadSettings()
+    with head_start.reading(files, settings) as head:
+        taken = [head.take(path, settings) for path in files]
+    assert head.taken == files and _gone(head.pid) and not os.path.exists(head.folder)
+    for path, (fmt, pieces) in zip(files, taken):
+        with contextlib.closing(LineReader(path, None)) as reader:
+            expected = _pieces(collapsed_pieces(reader, None, settings))
+        assert fmt == "2012" and len(pieces) > 3
+        assert _pieces(pieces) == expected
+        assert any(c.rejects.num_rows for _, _, c in pieces)
+
+
+def test_a_file_changed_read_otherwise_or_asked_again_is_not_taken(tmp_path):
+    path = _gz(tmp_path / "a.gz", _text(1, 2000))
+    settings = ReadSettings()
+    head = head_start.HeadStart.begin([path], settings)
+    try:
+        os.waitpid(head.pid, 0)  # read
+        head.exited = True
+        other = ReadSettings(policy=RowPolicy(lowercase=True))
+        assert head.take(path, other) is None  # read with other settings: left to the stage
+        assert head.take(str(tmp_path / "b.gz"), settings) is None  # not one of its files
+        time.sleep(0.01)
+        _gz(path, _text(2, 2000))  # rewritten since
+        assert head.take(path, settings) is None
+        assert head.take(path, settings) is None  # asked before
+        assert head.taken == []
+    finally:
+        head.close()
+
+
+def test_a_head_start_ended_early_leaves_the_file_to_the_stage(tmp_path):
+    path = _gz(tmp_path / "a.gz", _text(3, 40_000))
+    with head_start.reading([path], ReadSettings()) as head:
+        os.kill(head.pid, signal.SIGKILL)
+        assert head.take(path, ReadSettings()) is None
+    assert _gone(head.pid) and not os.path.exists(head.folder)
+
+
+def test_a_head_start_ends_with_the_process_that_began_it(tmp_path):
+    """A killed import leaves no head start behind: the kernel ends it with its parent."""
+    path = _gz(tmp_path / "a.gz", _text(4, 400_000))
+    script = ("import os, sys; from ngramflow.transforms import head_start, lines; "
+              f"h = head_start.HeadStart.begin([{path!r}], lines.ReadSettings()); print(h.pid, h.folder, flush=True); "
+              "os.kill(os.getpid(), 9)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    pid, folder = done.stdout.split()
+    deadline = time.monotonic() + 10
+    while not _gone(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(int(pid))
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _rows(dataset: str, table: str) -> list[tuple]:
+    return sorted(duckdb.sql(f"SELECT * FROM read_parquet('{dataset}/{table}/**/*.parquet')").fetchall())
+
+
+@pytest.mark.parametrize("merge", ["runs", "input-order"])
+def test_the_command_with_a_head_start_writes_the_dataset_the_api_writes(tmp_path, merge):
+    """The command's import (with a head start: it says so under --verbose) and the Python API's (none)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(3):
+        _gz(corpus / f"part-{i}.gz", _text(10 + i, 30_000 * (i + 1)))
+    command = subprocess.run([NGRAMFLOW, "import", str(corpus), "--output", str(tmp_path / "cli"), "--merge", merge,
+                              "--workers", "2", "--quiet", "--verbose"], capture_output=True, text=True, timeout=300)
+    assert command.returncode == 0, command.stderr[-3000:]
+    assert re.search(r"head start: ([1-9]\d*) of \1 files read while Beam started", command.stderr)
+    run_import(ImportOptions(inputs=[str(corpus)], output=str(tmp_path / "api"), merge=merge, workers=2),
+               progress=False)
+    for table in ("ngrams", "vocabulary", "rejects"):
+        assert _rows(str(tmp_path / "cli"), table) == _rows(str(tmp_path / "api"), table), table
+    assert len(_rows(str(tmp_path / "cli"), "rejects")) > 0

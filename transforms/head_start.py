@@ -1,0 +1,202 @@
+"""The read stage's first work units, read while Beam starts.
+
+The embedded runner's start (Python's and Beam's imports, the graph, the runner's first stages) holds one core
+for most of a second before a file is read, while the other core waits: at 80M rows, a tenth of the import.
+A head start is a process forked before Beam is loaded that reads the files of the first work units (the
+command line gives it one unit a worker) meanwhile, in one thread (the start keeps the other core), into a
+folder of its own: each file's run tables as an Arrow IPC file, and its format, lines and rejects beside it,
+written last. The read stage takes a file from there (``take``, waiting for it if it is being read) instead of
+reading it, when the head start read the same file, unchanged, with the same settings; a file it did not read,
+read only in part, or failed to read is read by the stage itself, so nothing depends on the head start but the
+time, and an input's errors are reported as ever.
+
+Only whole files are read ahead (a sliced file's slices are read by one worker, each continuing the reader
+the slice before it left: transforms/read.py). Forking is safe that early: Beam and its gRPC threads are not
+loaded yet (the command line begins none once they are), and the process runs the kernel and isal only.
+"""
+
+import contextlib
+import ctypes
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import pyarrow as pa
+
+from ngramflow.transforms.kernel import Collapsed
+from ngramflow.transforms.lines import InThisThread, LineReader, ReadSettings, collapsed_pieces
+from ngramflow.transforms.sizing import HEAD_START_BYTES
+
+#: How often the read stage looks again for a file the head start is still reading.
+POLL_SECONDS = 0.002
+
+
+def files_to_read(units: list[list], workers: int, limit: int = HEAD_START_BYTES) -> list[str]:
+    """The files a head start reads of the read stage's work UNITS (in their order): those of the first unit
+    of each of the WORKERS, which the embedded runner deals in turn (a head start that read one worker's first
+    unit alone would have that worker end early and the other late), if they are whole files of at most LIMIT
+    compressed bytes together; else none."""
+    first = units[:workers]
+    whole = all(slices == 1 for unit in first for *_, slices in unit)
+    if not whole or sum(size for unit in first for _, size, *_ in unit) > limit:
+        return []
+    return [path for unit in first for path, *_ in unit]
+
+
+def _same_reading(a: ReadSettings, b: ReadSettings) -> bool:
+    """Whether files read with settings A and B give the same pieces (progress and slices aside)."""
+    return (a.format, a.policy, a.keep_years) == (b.format, b.policy, b.keep_years)
+
+
+def _identity(path: str) -> tuple:
+    """What tells a file from the same path changed since: its inode, size and modification time."""
+    stat = os.stat(path)
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+class HeadStart:
+    """A process reading FILES (paths, in order) with SETTINGS into FOLDER, and what the read stage has taken
+    of it. ``begin`` makes one; ``close`` ends it."""
+
+    def __init__(self, pid: int, folder: str, files: list[str], settings: ReadSettings):
+        self.pid, self.folder, self.files, self.settings = pid, folder, files, settings
+        self.exited = False
+        self.asked, self.taken = set(), []  # the files the read stage asked for, and those it took from here
+
+    @classmethod
+    def begin(cls, files: list[str], settings: ReadSettings) -> "HeadStart":
+        folder = tempfile.mkdtemp(prefix="ngramflow-head-start-")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        parent = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        if pid == 0:  # the head start: never returns into the caller's code
+            code = 1
+            try:
+                _die_with(parent)
+                _read_ahead(files, settings, folder)
+                code = 0
+            finally:
+                os._exit(code)
+        return cls(pid, folder, files, settings)
+
+    def _pieces_file(self, index: int) -> str:
+        return os.path.join(self.folder, f"{index}.pieces")
+
+    def _reaped(self) -> bool:
+        """Whether the process has exited (and is reaped)."""
+        if not self.exited:
+            self.exited = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+        return self.exited
+
+    def take(self, path: str, settings: ReadSettings):
+        """(format, [(number of the first line, lines, Collapsed)] of its pieces) of the whole file PATH read with
+        SETTINGS, once the head start has read it (waiting for it meanwhile); None for a file it does not hold:
+        not one of its files, read with other settings, changed since, taken before, or not read (the head start
+        failed or was ended)."""
+        if path not in self.files or path in self.asked or not _same_reading(settings, self.settings):
+            return None
+        self.asked.add(path)
+        index, pieces_file = self.files.index(path), self._pieces_file(self.files.index(path))
+        while not os.path.exists(pieces_file):
+            if self._reaped():
+                if not os.path.exists(pieces_file):  # written just before it exited, or never
+                    return None
+                break
+            time.sleep(POLL_SECONDS)
+        with open(pieces_file, "rb") as fh:
+            identity, fmt, pieces = pickle.load(fh)
+        if identity != _identity(path):
+            return None
+        tables = os.path.join(self.folder, f"{index}.arrow")
+        runs = pa.ipc.open_file(pa.memory_map(tables)) if pieces else None
+        # Mapped: the tables' pages live as long as the tables do, not the folder (which may be in memory).
+        os.remove(tables)
+        read, at = [], 0
+        for first_line, lines, dropped, ascending, batches, rejects in pieces:
+            table = pa.Table.from_batches([runs.get_batch(i) for i in range(at, at + batches)], runs.schema)
+            read.append((first_line, lines, Collapsed(table, dropped, rejects, ascending, lines)))
+            at += batches
+        self.taken.append(path)
+        return fmt, read
+
+    def close(self) -> None:
+        """End the process if it is still reading, and remove its folder (tables taken from it stay readable:
+        their files are mapped)."""
+        if not self._reaped():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.exited = True
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel end this process when PARENT ends (Linux), so that a killed import leaves none behind."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os._exit(1)
+
+
+def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
+    """Read FILES in order with SETTINGS, on this thread alone; for each, its run tables into N.arrow and then
+    (its identity, its format, its pieces: first line, lines, dropped rows, ascending, batches in N.arrow,
+    rejects) into N.pieces."""
+    one_thread = InThisThread()
+    for index, path in enumerate(files):
+        identity = _identity(path)
+        pieces, writer = [], None
+        with (contextlib.closing(LineReader(path, settings.format, read_ahead=False)) as reader,
+              pa.OSFile(os.path.join(folder, f"{index}.arrow"), "wb") as sink):
+            for first_line, lines, collapsed in collapsed_pieces(reader, None, settings, one_thread):
+                if writer is None:
+                    writer = pa.ipc.new_file(sink, collapsed.runs.schema)
+                batches = collapsed.runs.to_batches()
+                for batch in batches:
+                    writer.write_batch(batch)
+                pieces.append((first_line, lines, collapsed.dropped, collapsed.ascending, len(batches),
+                               collapsed.rejects))
+            if writer is not None:
+                writer.close()
+            fmt = reader.format
+        written = os.path.join(folder, f"{index}.pieces")
+        with open(written + ".tmp", "wb") as fh:
+            pickle.dump((identity, fmt, pieces), fh)
+        os.replace(written + ".tmp", written)
+
+
+#: The head start of this process's import, if it has one: the read stage's DoFns, threads of this process on
+#: the embedded runner, take files from it.
+_RUNNING: HeadStart | None = None
+
+
+@contextlib.contextmanager
+def reading(files: list[str], settings: ReadSettings):
+    """A head start reading FILES while the block runs, ended when it ends (None where one cannot begin)."""
+    global _RUNNING
+    try:
+        head = HeadStart.begin(files, settings)
+    except OSError:  # no room for its folder, no process to spare: the import reads every file itself
+        yield None
+        return
+    _RUNNING = head
+    try:
+        yield head
+    finally:
+        _RUNNING = None
+        head.close()
+
+
+def take(path: str, settings: ReadSettings):
+    """HeadStart.take of the head start running in this process, or None."""
+    head = _RUNNING
+    return None if head is None else head.take(path, settings)
