@@ -23,6 +23,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 
 import pyarrow as pa
@@ -64,7 +65,7 @@ class HeadStart:
 
     def __init__(self, pid: int, folder: str, files: list[str], settings: ReadSettings):
         self.pid, self.folder, self.files, self.settings = pid, folder, files, settings
-        self.exited = False
+        self.exited, self.lock = False, threading.Lock()  # the stage's workers, threads, ask at once
         self.asked, self.taken = set(), []  # the files the read stage asked for, and those it took from here
 
     @classmethod
@@ -92,19 +93,21 @@ class HeadStart:
         return os.path.join(self.folder, f"{index}.pieces")
 
     def _reaped(self) -> bool:
-        """Whether the process has exited (and is reaped)."""
-        if not self.exited:
-            self.exited = os.waitpid(self.pid, os.WNOHANG)[0] != 0
-        return self.exited
+        """Whether the process has exited (and is reaped: by one thread only)."""
+        with self.lock:
+            if not self.exited:
+                self.exited = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+            return self.exited
 
     def take(self, path: str, settings: ReadSettings):
         """(format, [(number of the first line, lines, Collapsed)] of its pieces) of the whole file PATH read with
         SETTINGS, once the head start has read it (waiting for it meanwhile); None for a file it does not hold:
         not one of its files, read with other settings, changed since, taken before, or not read (the head start
         failed or was ended)."""
-        if path not in self.files or path in self.asked or not _same_reading(settings, self.settings):
-            return None
-        self.asked.add(path)
+        with self.lock:
+            if path not in self.files or path in self.asked or not _same_reading(settings, self.settings):
+                return None
+            self.asked.add(path)
         index, pieces_file = self.files.index(path), self._pieces_file(self.files.index(path))
         while not os.path.exists(pieces_file):
             if self._reaped():
@@ -134,8 +137,9 @@ class HeadStart:
         if not self._reaped():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-            self.exited = True
+            with self.lock:
+                os.waitpid(self.pid, 0)
+                self.exited = True
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
