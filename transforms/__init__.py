@@ -2,8 +2,13 @@
 
 Each line: module, what it does, what goes in -> what comes out.
 
-    read.py        work units of files (pack_files) -> run tables: stream-decompress each file into one
-                   reused buffer, cut it into chunks of whole lines, parse and collapse each chunk;
+    units.py       (path, size) of the input files -> work units (pack_files), largest first
+    lines.py       one file -> its pieces of whole lines, each collapsed into a run table: stream-decompress
+                   into reused buffers, cut into chunks of whole lines, parse and collapse each chunk
+                   on a thread ahead (LineReader, collapsed_pieces); needs no Beam
+    head_start.py  the first work units' files -> their pieces, read by a process forked before Beam
+                   loads, for the read stage to take (the embedded command's)
+    read.py        work units of files -> run tables: each file's pieces (lines.py, or the head start's);
                    named reject tables and per-file statistics on the side (ReadNgramFiles)
     formats.py     one line -> (tokens, [(year, match, volume)]) or Malformed: the three line
                    formats, the careful parser that defines what is accepted, format detection

@@ -18,7 +18,8 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.transforms import trigger, window
 
-from ngramflow.transforms import head_start, table_coder  # noqa: F401  (tables' coder, used below)
+from ngramflow.transforms import head_start
+from ngramflow.transforms import table_coder  # noqa: F401  (tables' coder, used below)
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.lines import (BUFFERS, CORRUPT_ERRORS, InputFileError, LineReader, ReadSettings,
                                         collapsed_pieces, read_problem, verify_readable)

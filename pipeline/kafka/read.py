@@ -52,7 +52,7 @@ class CountEachFileOnce(beam.DoFn):
 
 
 class ReadQueue(beam.PTransform):
-    """A corpus queue -> work units (transforms/read.py, pack_files) of each distinct file, in slices."""
+    """A corpus queue -> work units (transforms/units.py, pack_files) of each distinct file, in slices."""
 
     def __init__(self, address: queue.QueueAddress, expansion_service: str, slice_bytes: int | None,
                  out_path: str):
