@@ -87,7 +87,6 @@ def _head_start(opts: ImportOptions):
     from ngramflow.corpus.catalog import is_corpus_spec
     from ngramflow.pipeline.inputs import expand_inputs
     from ngramflow.transforms import head_start
-    from ngramflow.transforms.sizing import default_workers
     from ngramflow.transforms.units import work_units
 
     local = not any(is_corpus_spec(spec) or "://" in spec for spec in opts.inputs)
@@ -100,7 +99,7 @@ def _head_start(opts: ImportOptions):
         files = expand_inputs(opts.inputs).ngram_files
     except (UserError, OSError):
         return contextlib.nullcontext()
-    workers = opts.workers or default_workers(sum(size for _, size in files))
+    workers = opts.workers_for(sum(size for _, size in files))
     ahead = head_start.files_to_read(work_units(files, settings.slice_bytes), workers)
     return head_start.reading(ahead, settings) if ahead else contextlib.nullcontext()
 

@@ -12,7 +12,7 @@ from ngramflow.pipeline.option_fields import OneOf, Size, Within, option
 from ngramflow.pipeline.flink.options import FlinkOptions
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
 from ngramflow.transforms.policy import RowPolicy
-from ngramflow.transforms.sizing import PARALLEL_INPUT_BYTES, SORTED_INPUT_FILE_BYTES
+from ngramflow.transforms.sizing import PARALLEL_INPUT_BYTES, SORTED_INPUT_FILE_BYTES, default_workers
 from ngramflow.transforms.formats import INPUT_FORMATS
 
 if TYPE_CHECKING:  # both import Beam, which `ngramflow query` never needs: it starts faster without
@@ -121,6 +121,12 @@ class ImportOptions:
     def queue_bytes(self) -> int:
         """The expected input of --from-kafka, in bytes (--queue-input-size)."""
         return QUEUE_INPUT_SIZE.bytes("--queue-input-size", self.queue_input_size or DEFAULT_QUEUE_INPUT_SIZE)
+
+    def workers_for(self, input_bytes: int) -> int:
+        """--workers, or its default for INPUT_BYTES of input files."""
+        if self.workers is not None:
+            return self.workers
+        return default_workers(input_bytes) if self.runner == "direct" else 1
 
     def read_settings(self, progress_dir: str | None = None) -> "ReadSettings":
         from ngramflow.transforms.lines import ReadSettings

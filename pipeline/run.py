@@ -32,7 +32,7 @@ from ngramflow.transforms.mkn.discount import DiscountError
 from ngramflow.transforms.merge import key_sizes
 from ngramflow.transforms.lines import InputFileError
 from ngramflow.transforms.read import merge_file_stats
-from ngramflow.transforms.sizing import default_workers, range_rows
+from ngramflow.transforms.sizing import range_rows
 from ngramflow.transforms.sorted_input import InputNotSorted, lay_out_parts
 from ngramflow.transforms.spill import range_index
 
@@ -197,9 +197,8 @@ def run_import(opts: ImportOptions, progress: bool = True) -> ImportResult:
         inputs = InputFiles([], [])
     else:
         inputs = expand_inputs(_local_inputs(opts))
-    if opts.workers is None:  # decided here, where the input's size is known; the manifest records the number
-        embedded = opts.runner == "direct"
-        opts = replace(opts, workers=default_workers(sum(size for _, size in inputs.ngram_files)) if embedded else 1)
+    # Decided here, where the input's size is known; the manifest records the number.
+    opts = replace(opts, workers=opts.workers_for(sum(size for _, size in inputs.ngram_files)))
     if opts.merge == "auto":  # decided where the input's files are known; the manifest records the choice
         opts = replace(opts, merge=default_merge(opts, inputs.ngram_files))
     for name, path in inputs.duplicates:

@@ -89,9 +89,6 @@ class HeadStart:
                 os._exit(code)
         return cls(pid, folder, files, settings)
 
-    def _pieces_file(self, index: int) -> str:
-        return os.path.join(self.folder, f"{index}.pieces")
-
     def _reaped(self) -> bool:
         """Whether the process has exited (and is reaped: by one thread only)."""
         with self.lock:
@@ -108,12 +105,11 @@ class HeadStart:
             if path not in self.files or path in self.asked or not _same_reading(settings, self.settings):
                 return None
             self.asked.add(path)
-        index, pieces_file = self.files.index(path), self._pieces_file(self.files.index(path))
+        index = self.files.index(path)
+        pieces_file = os.path.join(self.folder, f"{index}.pieces")
         while not os.path.exists(pieces_file):
-            if self._reaped():
-                if not os.path.exists(pieces_file):  # written just before it exited, or never
-                    return None
-                break
+            if self._reaped() and not os.path.exists(pieces_file):  # exited without it (or wrote it just before)
+                return None
             time.sleep(POLL_SECONDS)
         with open(pieces_file, "rb") as fh:
             identity, fmt, pieces = pickle.load(fh)
