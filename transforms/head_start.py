@@ -53,6 +53,11 @@ def _same_reading(a: ReadSettings, b: ReadSettings) -> bool:
     return (a.format, a.policy, a.keep_years) == (b.format, b.policy, b.keep_years)
 
 
+def _written(folder: str, index: int, kind: str) -> str:
+    """Where the head start leaves its INDEXth file's run tables (KIND "arrow") or the rest ("pieces")."""
+    return os.path.join(folder, f"{index}.{kind}")
+
+
 def _identity(path: str) -> tuple:
     """What tells a file from the same path changed since: its inode, size and modification time."""
     stat = os.stat(path)
@@ -106,7 +111,7 @@ class HeadStart:
                 return None
             self.asked.add(path)
         index = self.files.index(path)
-        pieces_file = os.path.join(self.folder, f"{index}.pieces")
+        pieces_file = _written(self.folder, index, "pieces")
         while not os.path.exists(pieces_file):
             if self._reaped() and not os.path.exists(pieces_file):  # exited without it (or wrote it just before)
                 return None
@@ -115,7 +120,7 @@ class HeadStart:
             identity, fmt, pieces = pickle.load(fh)
         if identity != _identity(path):
             return None
-        tables = os.path.join(self.folder, f"{index}.arrow")
+        tables = _written(self.folder, index, "arrow")
         runs = pa.ipc.open_file(pa.memory_map(tables)) if pieces else None
         # Mapped: the tables' pages live as long as the tables do, not the folder (which may be in memory).
         os.remove(tables)
@@ -156,7 +161,7 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
         identity = _identity(path)
         pieces, writer = [], None
         with (contextlib.closing(LineReader(path, settings.format, read_ahead=False)) as reader,
-              pa.OSFile(os.path.join(folder, f"{index}.arrow"), "wb") as sink):
+              pa.OSFile(_written(folder, index, "arrow"), "wb") as sink):
             for first_line, lines, collapsed in collapsed_pieces(reader, None, settings, one_thread):
                 if writer is None:
                     writer = pa.ipc.new_file(sink, collapsed.runs.schema)
@@ -168,7 +173,7 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
             if writer is not None:
                 writer.close()
             fmt = reader.format
-        written = os.path.join(folder, f"{index}.pieces")
+        written = _written(folder, index, "pieces")
         with open(written + ".tmp", "wb") as fh:
             pickle.dump((identity, fmt, pieces), fh)
         os.replace(written + ".tmp", written)
