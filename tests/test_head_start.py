@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -79,6 +80,8 @@ def test_the_pieces_taken_are_those_the_stage_reads(tmp_path, small_chunks):
     files = [_gz(tmp_path / f"{i}.gz", _text(i, 4000)) for i in range(2)]
     settings = ReadSettings()
     with head_start.reading(files, settings) as head:
+        while not head._reaped():  # both read (a file asked for before the head start began it is the stage's)
+            time.sleep(0.01)
         taken = [head.take(path, settings) for path in files]
     assert head.taken == files and _gone(head.pid) and not os.path.exists(head.folder)
     for path, (fmt, pieces) in zip(files, taken):
@@ -106,6 +109,26 @@ def test_a_file_changed_read_otherwise_or_asked_again_is_not_taken(tmp_path):
         assert head.taken == []
     finally:
         head.close()
+
+
+def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tmp_path):
+    """The stage claims a file the head start has not begun (it reads it itself); the head start passes it by."""
+    first = _gz(tmp_path / "a.gz", _text(5, 400_000))  # a file that holds the head start for a while
+    second = _gz(tmp_path / "b.gz", _text(6, 2000))
+    settings = ReadSettings()
+    with head_start.reading([first, second], settings) as head:
+        while not os.path.exists(os.path.join(head.folder, "0.claim")):  # the head start began the first file
+            time.sleep(0.001)
+        os.kill(head.pid, signal.SIGSTOP)  # and is stopped in it
+        try:
+            assert head.take(second, settings) is None
+        finally:
+            os.kill(head.pid, signal.SIGCONT)
+        assert head.take(first, settings) is not None  # waited for
+        while not head._reaped():
+            time.sleep(0.01)
+        assert sorted(os.listdir(head.folder)) == ["0.claim", "0.pieces", "1.claim"]  # the second not read
+    assert head.taken == [first]
 
 
 def test_a_head_start_ended_early_leaves_the_file_to_the_stage(tmp_path):
@@ -145,7 +168,8 @@ def test_the_command_with_a_head_start_writes_the_dataset_the_api_writes(tmp_pat
     command = subprocess.run([NGRAMFLOW, "import", str(corpus), "--output", str(tmp_path / "cli"), "--merge", merge,
                               "--workers", "2", "--quiet", "--verbose"], capture_output=True, text=True, timeout=300)
     assert command.returncode == 0, command.stderr[-3000:]
-    assert "head start: 2 of 2 files read while Beam started" in command.stderr
+    # The first file is the head start's (it claims it at once); the second, the stage's if Beam was ready first.
+    assert re.search(r"head start: [12] of 2 files read while Beam started", command.stderr), command.stderr[-3000:]
     run_import(ImportOptions(inputs=[str(corpus)], output=str(tmp_path / "api"), merge=merge, workers=2),
                progress=False)
     for table in ("ngrams", "vocabulary", "rejects"):
