@@ -131,6 +131,19 @@ def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tm
     assert head.taken == [first]
 
 
+def test_a_head_start_whose_folder_is_removed_leaves_every_file_to_the_stage(tmp_path):
+    """A cleaner of temporary files removing the folder mid-run costs the head start's work, not the import."""
+    first = _gz(tmp_path / "a.gz", _text(7, 400_000))
+    second = _gz(tmp_path / "b.gz", _text(8, 2000))
+    with head_start.reading([first, second], ReadSettings()) as head:
+        while not os.path.exists(os.path.join(head.folder, "0.claim")):
+            time.sleep(0.001)
+        shutil.rmtree(head.folder)
+        assert head.take(second, ReadSettings()) is None
+        assert head.take(first, ReadSettings()) is None  # its results had nowhere to go
+    assert _gone(head.pid) and head.taken == []
+
+
 def test_a_head_start_ended_early_leaves_the_file_to_the_stage(tmp_path):
     path = _gz(tmp_path / "a.gz", _text(3, 40_000))
     with head_start.reading([path], ReadSettings()) as head:

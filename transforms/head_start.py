@@ -125,7 +125,10 @@ class HeadStart:
             self.asked.add(path)
         index = self.files.index(path)
         pieces_file = _written(self.folder, index, "pieces")
-        if _claimed(self.folder, index):  # not begun: the stage reads it now, and the head start passes it by
+        try:
+            if _claimed(self.folder, index):  # not begun: the stage reads it now, and the head start passes it by
+                return None
+        except OSError:  # the folder gone (a cleaner of temporary files): nothing to take from it
             return None
         while not os.path.exists(pieces_file):
             if self._reaped() and not os.path.exists(pieces_file):  # exited without it (or wrote it just before)
