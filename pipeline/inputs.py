@@ -20,7 +20,6 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-
 from ngramflow.corpus.totalcounts import is_totalcounts_file as is_totalcounts
 from ngramflow.errors import UserError
 

@@ -22,7 +22,7 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
     """Run-table bytes per file byte (gzipped, if the file is) of the first chunk of one file; None if it
     cannot be read (the import itself reports why)."""
     try:
-        reader = LineReader(path, settings.format, read_ahead=False)  # one block is all it reads
+        reader = LineReader(path, settings.format, pool=None)  # one block is all it reads
     except (InputFileError, *CORRUPT_ERRORS):
         return None
     try:

@@ -32,7 +32,7 @@ import time
 import pyarrow as pa
 
 from ngramflow.transforms.kernel import Collapsed
-from ngramflow.transforms.lines import InThisThread, LineReader, ReadSettings, collapsed_pieces
+from ngramflow.transforms.lines import LineReader, ReadSettings, collapsed_pieces
 from ngramflow.transforms.sizing import HEAD_START_BYTES
 
 #: How often the read stage looks again for a file the head start is still reading.
@@ -174,15 +174,14 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
     """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first; for
     each, its run tables into N.arrow and then (its identity, its format, its pieces: first line, lines, dropped
     rows, ascending, batches in N.arrow, rejects) into N.pieces."""
-    one_thread = InThisThread()
     for index, path in enumerate(files):
         if not _claimed(folder, index):  # the read stage came to it first
             continue
         identity = _identity(path)
         pieces, writer = [], None
-        with (contextlib.closing(LineReader(path, settings.format, read_ahead=False)) as reader,
+        with (contextlib.closing(LineReader(path, settings.format, pool=None)) as reader,
               pa.OSFile(_written(folder, index, "arrow"), "wb") as sink):
-            for first_line, lines, collapsed in collapsed_pieces(reader, None, settings, one_thread):
+            for first_line, lines, collapsed in collapsed_pieces(reader, None, settings):
                 if writer is None:
                     writer = pa.ipc.new_file(sink, collapsed.runs.schema)
                 batches = collapsed.runs.to_batches()

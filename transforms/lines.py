@@ -161,14 +161,15 @@ class LineReader:
 
     The text is decompressed a block (CHUNK_BYTES) at a time into three buffers, reused in turn: each piece
     handed out is a view of one, valid until the second piece after it is asked for (so a piece can be parsed
-    while the one before it is taken). Meanwhile, with ``read_ahead``, the next block is decompressed into
-    the third, after LINE_ROOM bytes for the part of a line the block before ends with. (A bytes object per
-    piece cost two copies of the text, its join to the line left over and its cut, and fresh pages for both:
-    0.6x of the decompression's own CPU time.)
+    while the one before it is taken). Meanwhile the next block is decompressed into the third, on a thread
+    of ``pool``, after LINE_ROOM bytes for the part of a line the block before ends with; with no pool, each
+    block when it is needed and each piece collapsed as it is taken, on the reader's own thread. (A bytes
+    object per piece cost two copies of the text, its join to the line left over and its cut, and fresh pages
+    for both: 0.6x of the decompression's own CPU time.)
     """
 
-    def __init__(self, path: str, forced_format: str | None, read_ahead: bool = True):
-        self.path, self.read_ahead = path, read_ahead
+    def __init__(self, path: str, forced_format: str | None, pool: concurrent.futures.Executor | None = _AHEAD):
+        self.path, self.pool = path, pool  # the pool also collapses the reader's pieces (collapsed_pieces)
         self.data, self.raw = _open(path)
         self.buffer = BUFFERS.take()
         self.retired = []  # buffers the text has left, until no piece handed out is a view of them
@@ -222,7 +223,7 @@ class LineReader:
 
     def _decompress(self, buffer: bytearray) -> tuple[int, int]:
         """The next block of text into BUFFER, after its LINE_ROOM: (its bytes, the compressed bytes read by
-        then). On a thread of _AHEAD, but for a reader's first block and without read-ahead."""
+        then). On a thread of the reader's pool, but for a reader's first block and without a pool."""
         got = self.data.readinto(memoryview(buffer)[LINE_ROOM:LINE_ROOM + CHUNK_BYTES])
         return got, self.raw.tell()
 
@@ -250,9 +251,9 @@ class LineReader:
         self.start, self.end = start, start + unread + got
         if not got:
             self.at_end = True
-        elif self.read_ahead:
+        elif self.pool:
             free = BUFFERS.take()
-            self.ahead = (free, _AHEAD.submit(self._decompress, free))
+            self.ahead = (free, self.pool.submit(self._decompress, free))
         return bool(got)
 
     def _cut(self, end: int | None) -> int:
@@ -324,14 +325,14 @@ class InThisThread(concurrent.futures.Executor):
         return future
 
 
-def collapsed_pieces(reader: LineReader, end: int | None, settings: ReadSettings,
-                     ahead: concurrent.futures.Executor = _AHEAD):
+def collapsed_pieces(reader: LineReader, end: int | None, settings: ReadSettings):
     """(number of the first line, number of lines, Collapsed) of each piece of READER's lines before END, in
-    order; each piece is collapsed by the kernel on a thread of AHEAD while the one before it is taken (a
-    piece stays valid until the second after it is asked for), and its lines are counted there, by the kernel
-    that parses them. A piece the kernel cannot vouch for is read by the reference route here, in order, where
-    the number of its first line is known."""
+    order; each piece is collapsed by the kernel on a thread of the reader's pool (if it has one) while the one
+    before it is taken (a piece stays valid until the second after it is asked for), and its lines are counted
+    there, by the kernel that parses them. A piece the kernel cannot vouch for is read by the reference route
+    here, in order, where the number of its first line is known."""
     pending = None  # (piece, future Collapsed or None) of the piece being collapsed
+    pool = reader.pool or InThisThread()
 
     def taken(done):
         piece, future = done
@@ -344,7 +345,7 @@ def collapsed_pieces(reader: LineReader, end: int | None, settings: ReadSettings
 
     try:
         for piece in reader.pieces_before(end):
-            done, pending = pending, (piece, ahead.submit(
+            done, pending = pending, (piece, pool.submit(
                 collapse_natively, piece, reader.format, settings.policy, settings.keep_years))
             if done:
                 yield taken(done)
