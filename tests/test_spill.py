@@ -72,6 +72,27 @@ def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_u
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
 
 
+def test_ascending_runs_write_tables_as_they_come_and_begin_a_file_where_keys_go_back(tmp_path):
+    """Tables each sorted and apart: one file while each table's first key is above the file's last, a new
+    one where it is not (equal included); empty tables change nothing; the files hold the tables' rows."""
+    runs = merge_runs(random_runs(3_000, 5))
+    quarter = runs.num_rows // 4
+    a, b, c, d = (runs.slice(start * quarter, quarter if start < 3 else None) for start in range(4))
+    last_of_b = b.slice(b.num_rows - 1)
+    writer = runfiles.AscendingRuns(str(tmp_path), "unigrams", 1 << 20)
+    assert writer.add(a) == [] and writer.add(runs.slice(0, 0)) == [] and writer.add(c) == []
+    (first,) = writer.add(b)  # b's keys lie below c's
+    (second,) = writer.add(last_of_b)  # its key is the file's last
+    assert writer.add(d) == []
+    (third,) = writer.flush()
+    assert writer.flush() == [] and len(os.listdir(tmp_path)) == 3
+    for run, tables in [(first, [a, c]), (second, [b]), (third, [last_of_b, d])]:
+        expected = pa.concat_tables(tables).combine_chunks()
+        assert pa.ipc.open_file(run.path).read_all().equals(expected)
+        assert (run.first, run.last, run.rows) == (expected["ngram"][0].as_py(), expected["ngram"][-1].as_py(),
+                                                   expected.num_rows)
+
+
 @pytest.mark.parametrize("as_uri", [False, True], ids=["path", "uri"])
 def test_rows_before_a_key_are_counted_from_the_batches(tmp_path, as_uri):
     """A local run file is mapped, one behind a URI read through its file system: the same counts."""

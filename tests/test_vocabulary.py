@@ -94,18 +94,22 @@ def test_reserved_tokens_are_split_from_sorted_tokens_wherever_they_lie():
         assert found.num_rows == 0 and others.equals(tokens)
 
 
-def test_token_runs_keep_their_whole_budget_until_a_table_of_longer_ngrams(tmp_path):
-    """A worker of 1-grams alone needs no cache of tokens: its budget buffers token tables whole. The first
-    table of longer n-grams makes the cache, out of the budget; every token reaches the runs either way."""
+def test_token_runs_write_unigrams_as_they_come_and_cache_only_longer_ngrams_tokens(tmp_path):
+    """A table of unigrams is written to its own run as it comes (no buffer, no cache): a worker of 1-grams alone
+    makes no cache of tokens. The first table of longer n-grams makes the cache, out of the budget of the
+    buffer of their tokens; every token reaches the runs, a unigram's with its counts."""
     budget = 1 << 20
     tokens = vocabulary.TokenRuns(str(tmp_path), budget)
     tokens.add(_ngrams(("a", 3), ("b", 7)), unigrams=True)
-    assert tokens.recent is None and tokens.spiller.budget == budget
+    tokens.add(_ngrams(("c", 5)), unigrams=True)
+    assert tokens.recent is None and tokens.spiller.buffer == [] and tokens.spiller.budget == budget
     tokens.add(_ngrams(("a c", 1), ("b d", 1)))
     assert tokens.recent is not None and tokens.spiller.budget == budget // 2
     tokens.add(_ngrams(("c d", 1), ("d e", 1)))
     assert tokens.spiller.buffer[-1]["token"].to_pylist() == ["e"]  # "c" and "d" given by the table before
-    (run,) = tokens.flush()
-    rows = pa.ipc.open_file(run.path).read_all().to_pylist()
-    assert [(r["token"], r["match_count"]) for r in rows] == [("a", 3), ("b", 7), ("c", None), ("d", None),
-                                                              ("e", None)]
+    runs = tokens.flush()
+    rows = [[(r["token"], r["match_count"]) for r in pa.ipc.open_file(run.path).read_all().to_pylist()]
+            for run in runs]
+    assert rows == [[("a", None), ("b", None), ("c", None), ("d", None), ("e", None)],
+                    [("a", 3), ("b", 7), ("c", 5)]]
+    assert [run.batches for run in runs][1] == (("a", "b", 2), ("c", "c", 1))  # one batch a table, one file

@@ -3,13 +3,15 @@
 The embedded runner holds every collection that crosses a stage in memory, so
 anything that grows with the input goes through files instead:
 
-    RunSpiller   tables -> run files: buffers tables up to a byte budget, then combines the
-                 buffer (sorts it by its first column, the *key*, and merges rows of equal
-                 keys) and writes it as one Arrow IPC file; a RunFile describes it
-    merged       run files -> their combined rows in key order, as tables of about
-                 budget / MERGE_FANIN bytes, optionally only the keys in [lo, hi): a streaming
-                 k-way merge that reads each file one record batch at a time; more files
-                 than MERGE_FANIN are first merged in passes
+    RunSpiller     tables -> run files: buffers tables up to a byte budget, then combines the
+                   buffer (sorts it by its first column, the *key*, and merges rows of equal
+                   keys) and writes it as one Arrow IPC file; a RunFile describes it
+    AscendingRuns  tables each sorted, sharing no key -> run files as the tables come: no
+                   buffer, no merge
+    merged         run files -> their combined rows in key order, as tables of about
+                   budget / MERGE_FANIN bytes, optionally only the keys in [lo, hi): a streaming
+                   k-way merge that reads each file one record batch at a time; more files
+                   than MERGE_FANIN are first merged in passes
 
 A run file holds its keys sorted, each key once, in record batches of about
 budget / MERGE_FANIN bytes, so MERGE_FANIN files' current batches fit the budget.
@@ -87,29 +89,52 @@ def _batch_rows(table: pa.Table, budget: int) -> int:
     return max(1, budget // MERGE_FANIN // row_bytes)
 
 
-def write_run_file(folder: str, kind: str, tables, budget: int, compression=SPILL_COMPRESSION) -> RunFile | None:
-    """Write TABLES (sorted, in key order, each key once) as one run file (Arrow IPC, COMPRESSION); None if they
-    have no rows."""
-    # Unique names: a retried bundle writes new files, and only the references of
-    # the attempt that succeeded are passed on.
-    path = f"{folder.rstrip('/')}/{kind}-{uuid.uuid4().hex}.arrow"
-    writer, sink, batches = None, None, []
-    for table in tables:
+class RunWriter:
+    """Tables in key order (each key once in all of them) -> one run file (Arrow IPC, COMPRESSION), written as
+    they come, in record batches of about budget / MERGE_FANIN bytes."""
+
+    def __init__(self, folder: str, kind: str, budget: int, compression=SPILL_COMPRESSION):
+        # Unique names: a retried bundle writes new files, and only the references of
+        # the attempt that succeeded are passed on.
+        self.path = f"{folder.rstrip('/')}/{kind}-{uuid.uuid4().hex}.arrow"
+        self.budget, self.compression = budget, compression
+        self.sink = self.writer = None
+        self.batches = []
+
+    @property
+    def last(self):
+        """The last key written (None before any)."""
+        return self.batches[-1][1] if self.batches else None
+
+    def write(self, table: pa.Table) -> None:
         if not table.num_rows:
-            continue
-        if writer is None:
-            fs, inner = file_system(path)
-            sink = fs.open_output_stream(inner)
-            writer = pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=compression))
-        for batch in table.to_batches(max_chunksize=_batch_rows(table, budget)):
-            writer.write_batch(batch)
+            return
+        if self.writer is None:
+            fs, inner = file_system(self.path)
+            self.sink = fs.open_output_stream(inner)
+            self.writer = pa.ipc.new_file(self.sink, table.schema,
+                                          options=pa.ipc.IpcWriteOptions(compression=self.compression))
+        for batch in table.to_batches(max_chunksize=_batch_rows(table, self.budget)):
+            self.writer.write_batch(batch)
             keys = batch.column(0)
-            batches.append((keys[0].as_py(), keys[-1].as_py(), batch.num_rows))
-    if writer is None:
-        return None
-    writer.close()
-    sink.close()
-    return RunFile(path, sum(rows for _, _, rows in batches), tuple(batches))
+            self.batches.append((keys[0].as_py(), keys[-1].as_py(), batch.num_rows))
+
+    def close(self) -> RunFile | None:
+        """The file written; None if no table had rows (then there is none)."""
+        if self.writer is None:
+            return None
+        self.writer.close()
+        self.sink.close()
+        return RunFile(self.path, sum(rows for _, _, rows in self.batches), tuple(self.batches))
+
+
+def write_run_file(folder: str, kind: str, tables, budget: int, compression=SPILL_COMPRESSION) -> RunFile | None:
+    """Write TABLES (sorted, in key order, each key once) as one run file (RunWriter); None if they have no
+    rows."""
+    writer = RunWriter(folder, kind, budget, compression)
+    for table in tables:
+        writer.write(table)
+    return writer.close()
 
 
 class RunSpiller:
@@ -138,6 +163,31 @@ class RunSpiller:
         runs = (write_run_file(self.folder, self.kind, [self.combine(table.slice(start, rows))], self.budget,
                                self.compression) for start in range(0, table.num_rows, rows))
         return [run for run in runs if run is not None]
+
+
+class AscendingRuns:
+    """Tables each in key order, no key in two of them -> run files written as the tables come, with no buffer
+    and no merge (a worker's unigrams: RunSpiller sorted and merged them again with the other tokens). A table
+    whose first key is not above the file's last begins a new file; ``add`` and ``flush`` as RunSpiller's."""
+
+    def __init__(self, folder: str, kind: str, budget: int, compression=SPILL_COMPRESSION):
+        self.folder, self.kind, self.budget, self.compression = folder, kind, budget, compression
+        self.writer = None
+
+    def add(self, table: pa.Table) -> list[RunFile]:
+        if not table.num_rows:
+            return []
+        done = []
+        if self.writer is not None and not table.column(0)[0].as_py() > self.writer.last:
+            done = self.flush()
+        if self.writer is None:
+            self.writer = RunWriter(self.folder, self.kind, self.budget, self.compression)
+        self.writer.write(table)
+        return done
+
+    def flush(self) -> list[RunFile]:
+        run, self.writer = (None if self.writer is None else self.writer.close()), None
+        return [] if run is None else [run]
 
 
 def rows_below(keys, key, through: bool = False) -> int:

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar, native
 from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
-from ngramflow.transforms.runfiles import RunFile, RunSpiller
+from ngramflow.transforms.runfiles import AscendingRuns, RunFile, RunSpiller
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
 from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens, range_bytes,
@@ -72,34 +72,38 @@ def merge_tokens(table: pa.Table) -> pa.Table:
 
 
 class TokenRuns:
-    """The n-gram tables one worker writes -> the token run files of their tokens (TOKENS rows; RunSpiller),
-    within about BUDGET bytes.
+    """The n-gram tables one worker writes -> the token run files of their tokens (TOKENS rows), within about
+    BUDGET bytes.
 
-    Tables repeat their tokens: a table of 177K 2-grams over 65K tokens has 61K of them, every table again,
-    and each copy was sorted, spilled and merged by the vocabulary. So the worker remembers the tokens it
-    gave lately (native.RecentTokens, RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of
-    its later tables' tokens; the rest of the budget buffers token tables. The cache is made at the first
-    table of longer n-grams: unigrams are their own tokens, and a worker of 1-grams alone keeps the whole
-    budget for them (halved, the 2012 1-grams' token runs doubled: 179M rows, 8.48 -> 8.92 s). What the cache
-    forgets is given again and folded by the merges; it lives as long as the runs it stands for (a bundle's),
-    so a retried bundle gives its tokens again."""
+    A table of unigrams is its own tokens, with their counts, sorted, and no other table of the import holds
+    them: its rows are written as they come (AscendingRuns), where a buffer sorted and merged them again with
+    the other tokens (the 2020 shards of 80M rows: 2.3M of the 4.7M token rows the buffers merged). The
+    tokens of longer n-grams repeat from table to table (a table of 177K 2-grams over 65K tokens has 61K of
+    them, every table again), so the worker remembers the tokens it gave lately (native.RecentTokens,
+    RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of its later tables' tokens; the rest
+    of the budget buffers token tables (RunSpiller). The cache is made at the first table of longer n-grams: a
+    worker of 1-grams alone needs none. What the cache forgets is given again and folded by the merges; it
+    lives as long as the runs it stands for (a bundle's), so a retried bundle gives its tokens again."""
 
     def __init__(self, folder: str, budget: int):
         self.budget = budget
         self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
+        self.unigrams = AscendingRuns(folder, "unigrams", budget, TOKEN_SPILL_COMPRESSION)
         self.recent = None
 
     def add(self, ngrams: pa.Table, unigrams: bool = False) -> list[RunFile]:
-        """The tokens of NGRAMS (as distinct_tokens takes them) taken in; the run files this filled."""
-        if not unigrams and self.recent is None:
+        """The tokens of NGRAMS (of one order: UNIGRAMS, or longer) taken in; the run files this filled."""
+        if unigrams:
+            return self.unigrams.add(distinct_tokens(ngrams, unigrams=True))
+        if self.recent is None:
             cache = min(RECENT_TOKENS_BYTES, self.budget // 2)
             self.recent = native.RecentTokens(cache)
             self.spiller.budget = self.budget - cache  # its next add spills what the cache's room held
-        return self.spiller.add(distinct_tokens(ngrams, unigrams, self.recent))
+        return self.spiller.add(distinct_tokens(ngrams, recent=self.recent))
 
     def flush(self) -> list[RunFile]:
         """The run files of the tokens still held."""
-        return self.spiller.flush()
+        return self.spiller.flush() + self.unigrams.flush()
 
 
 class MergeTokenTables(LogStructuredMerge):
