@@ -23,7 +23,8 @@ Each line: module, what it does, what goes in -> what comes out.
     shards.py      tables -> (shard, sub-table) by a stable hash of a key column
     merge.py       run tables -> one row per n-gram, sorted (merge_runs, through native.py); a log-structured
                    merge combiner
-    runfiles.py    tables -> sorted run files within a byte budget (RunSpiller); run files -> their
+    runfiles.py    tables -> sorted run files within a byte budget (RunSpiller), or as they come when
+                   sorted and apart already (AscendingRuns); run files -> their
                    rows in key order, optionally one key range, in bounded pieces (a streaming k-way
                    merge, in passes above MERGE_FANIN files): the embedded runner's external sort
     density.py     a sample of the input files -> run-table bytes per input byte, which sets the

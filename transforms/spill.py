@@ -109,15 +109,17 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
             ngrams = to_ngram_table(keep_frequent(piece, min_count))
             if not ngrams.num_rows:
                 continue
+            orders = set()
             for name, rows in files_by_order(index, ngrams):
                 files.write(name, rows)
                 ((order, counts),) = order_totals(rows)
+                orders.add(order)
                 totals[order] = tuple(a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts))
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
-                # 1-grams: distinct unigrams in byte order, their own tokens.
-                token_runs += tokens.add(rows, unigrams=order == 1)
+            # A table of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
+            token_runs += tokens.add(ngrams, unigrams=orders == {1})
     return list(parts.values()), totals, token_runs
 
 

@@ -75,15 +75,18 @@ class TokenRuns:
     """The n-gram tables one worker writes -> the token run files of their tokens (TOKENS rows), within about
     BUDGET bytes.
 
-    A table of unigrams is its own tokens, with their counts, sorted, and no other table of the import holds
-    them: its rows are written as they come (AscendingRuns), where a buffer sorted and merged them again with
-    the other tokens (the 2020 shards of 80M rows: 2.3M of the 4.7M token rows the buffers merged). The
-    tokens of longer n-grams repeat from table to table (a table of 177K 2-grams over 65K tokens has 61K of
-    them, every table again), so the worker remembers the tokens it gave lately (native.RecentTokens,
-    RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of its later tables' tokens; the rest
-    of the budget buffers token tables (RunSpiller). The cache is made at the first table of longer n-grams: a
-    worker of 1-grams alone needs none. What the cache forgets is given again and folded by the merges; it
-    lives as long as the runs it stands for (a bundle's), so a retried bundle gives its tokens again."""
+    A table of unigrams alone (a file of 1-grams in the input's order, or a range of 1-grams only) is its own
+    tokens, with their counts, sorted, and no other table of the import holds them: its rows are written as
+    they come (AscendingRuns), where a buffer sorted and merged them again with the other tokens (the 2020
+    shards of 80M rows: 2.3M of the 4.7M token rows the buffers merged). A table of several orders (a piece
+    of a range's merge) gives its unigrams with the tokens of its longer n-grams (distinct_tokens), which often
+    hold them: a token is given once. The tokens of longer n-grams repeat from table to table (a table of 177K
+    2-grams over 65K tokens has 61K of them, every table again), so the worker remembers the tokens it gave
+    lately (native.RecentTokens, RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of its
+    later tables' tokens; the rest of the budget buffers token tables (RunSpiller). The cache is made at the
+    first table of longer n-grams: a worker of 1-grams alone needs none. What the cache forgets is given again
+    and folded by the merges; it lives as long as the runs it stands for (a bundle's), so a retried bundle
+    gives its tokens again."""
 
     def __init__(self, folder: str, budget: int):
         self.budget = budget
@@ -92,7 +95,7 @@ class TokenRuns:
         self.recent = None
 
     def add(self, ngrams: pa.Table, unigrams: bool = False) -> list[RunFile]:
-        """The tokens of NGRAMS (of one order: UNIGRAMS, or longer) taken in; the run files this filled."""
+        """The tokens of NGRAMS (UNIGRAMS: 1-grams alone) taken in; the run files this filled."""
         if unigrams:
             return self.unigrams.add(distinct_tokens(ngrams, unigrams=True))
         if self.recent is None:
