@@ -72,6 +72,14 @@ def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_u
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
 
 
+def test_a_spiller_given_only_empty_tables_writes_nothing(tmp_path):
+    """A table with no rows (a worker's table of tokens all given before) is not held: a buffer of such
+    tables once made flush slice its no rows by a step of none."""
+    spiller = runfiles.RunSpiller(str(tmp_path), "tokens", vocabulary.merge_tokens, 1 << 20)
+    assert spiller.add(vocabulary.TOKENS.empty_table()) == [] and spiller.flush() == []
+    assert os.listdir(tmp_path) == []
+
+
 def test_ascending_runs_write_tables_as_they_come_and_begin_a_file_where_keys_go_back(tmp_path):
     """Tables each sorted and apart: one file while each table's first key is above the file's last, a new
     one where it is not (equal included); empty tables change nothing; the files hold the tables' rows."""

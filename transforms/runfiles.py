@@ -147,6 +147,8 @@ class RunSpiller:
         self.buffer, self.buffered = [], 0
 
     def add(self, table: pa.Table) -> list[RunFile]:
+        if not table.num_rows:  # (a table of tokens all given before): nothing to hold, or to slice at flush
+            return []
         self.buffer.append(table)
         self.buffered += table.nbytes
         return self.flush() if self.buffered >= self.budget else []
