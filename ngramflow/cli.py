@@ -109,7 +109,8 @@ def _import(args) -> int:
     opts = option_fields.from_args(ImportOptions, args, beam_args=args.beam_args,
                                    mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order))
     with _head_start(opts) as head:  # before Beam loads
-        from ngramflow.pipeline.run import run_import, summary
+        with lean_start.loading_for_good():
+            from ngramflow.pipeline.run import run_import, summary
 
         result = run_import(opts, progress=not args.quiet)
     if head and args.verbose:
@@ -161,9 +162,10 @@ def _add_mkn(sub):
 
 def _mkn(args) -> int:
     _quiet_beam(args.verbose)
-    from ngramflow.pipeline.mkn import fallback_notes, summary_lines
-    from ngramflow.pipeline.mkn_run import run_mkn
-    from ngramflow.pipeline.run import summary_row
+    with lean_start.loading_for_good():
+        from ngramflow.pipeline.mkn import fallback_notes, summary_lines
+        from ngramflow.pipeline.mkn_run import run_mkn
+        from ngramflow.pipeline.run import summary_row
 
     manifest = run_mkn(args.dataset, _mkn_settings(args, args.order), overwrite=args.overwrite,
                        workers=args.workers, beam_args=args.beam_args)
