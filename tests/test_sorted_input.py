@@ -162,6 +162,20 @@ def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
                     {"ngram": "c", "match_count": 4, "years": 1}]
 
 
+def test_a_run_cut_by_two_chunk_boundaries_is_joined(tmp_path):
+    """A table that holds nothing but the rest of the run held from the table before: held on for the next."""
+    tokens = TokenRuns(str(tmp_path / "tokens"), 1 << 20)
+    os.makedirs(tmp_path / "tokens")
+    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    outputs = [*sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
+               *sorted_file.add(chunk_of("b\t2001\t3\t1\n")),
+               *sorted_file.add(chunk_of("b\t2002\t4\t1\nc\t2000\t4\t1\n")), *sorted_file.finish()]
+    (piece,) = [o for o in outputs if isinstance(o, dict)]
+    rows = pq.read_table(tmp_path / piece["file"]).select(["ngram", "match_count", "years"]).to_pylist()
+    assert rows == [{"ngram": "a", "match_count": 1, "years": 1}, {"ngram": "b", "match_count": 9, "years": 3},
+                    {"ngram": "c", "match_count": 4, "years": 1}]
+
+
 def test_a_table_before_the_last_is_refused(tmp_path):
     tokens = TokenRuns(str(tmp_path), 1 << 20)
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)

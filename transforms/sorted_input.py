@@ -85,17 +85,20 @@ class SortedFile:
             yield from self._add(order, rows, collapsed.ascending)
 
     def _add(self, order: int, runs: pa.Table, ascending: bool):
-        held = self.held.get(order)
-        if held is not None:
-            last, next_key = held["ngram"][0].as_py(), runs["ngram"][0].as_py()
-            if next_key < last:  # Python's order of str is UTF-8 byte order, Arrow's
-                raise InputNotSorted(f"{self.path}: {next_key!r} follows {last!r}")
-            if next_key == last:  # a run cut by a chunk boundary
-                runs = pa.concat_tables([merge_runs(pa.concat_tables([held, runs.slice(0, 1)])), runs.slice(1)])
-            else:
-                runs = pa.concat_tables([held, runs])
-        runs = runs.combine_chunks()
         keys = columnar.whole(runs["ngram"])
+        held = self.held.pop(order, None)
+        if held is not None:
+            last, first = held["ngram"][0].as_py(), keys[0].as_py()
+            if first < last:  # Python's order of str is UTF-8 byte order, Arrow's
+                raise InputNotSorted(f"{self.path}: {first!r} follows {last!r}")
+            if first == last:  # a run cut by a chunk boundary
+                held = merge_runs(pa.concat_tables([held, runs.slice(0, 1)]))
+                runs, keys = runs.slice(1), keys.slice(1)
+                if not runs.num_rows:  # the next table may continue it still
+                    self.held[order] = held
+                    return
+            # Written apart from the rows after it: joined, the table was copied whole for one row (combine_chunks).
+            yield from self._write(order, held)
         if not (ascending or native.strictly_ascending(keys)):
             listed = keys.to_pylist()  # where the order breaks, named once
             at = next(i for i in range(1, len(listed)) if listed[i] <= listed[i - 1])
@@ -112,9 +115,9 @@ class SortedFile:
         characters: tens of thousands of spans)."""
         starts, prefixes = native.prefix_stretches(keys)  # sorted keys: each prefix's keys are together
         ends = np.append(starts[1:], len(keys)) - 1
-        for prefix, a, b in zip(prefixes.tolist(), starts.tolist(), ends.tolist()):
-            self.spans.setdefault((order, prefix), [keys[a].as_py(), None])[1] = keys[b].as_py()
-
+        firsts, lasts = keys.take(starts).to_pylist(), keys.take(ends).to_pylist()
+        for prefix, first, last in zip(prefixes.tolist(), firsts, lasts):
+            self.spans.setdefault((order, prefix), [first, None])[1] = last
     def finish(self):
         for order, held in self.held.items():
             yield from self._write(order, held)
