@@ -184,6 +184,15 @@ def test_a_table_before_the_last_is_refused(tmp_path):
         list(sorted_file.add(chunk_of("a\t2000\t1\t1\n")))
 
 
+def test_a_table_continuing_the_held_run_is_checked_past_it(tmp_path):
+    """The held run joined with the next table's first row: the row after it must still come after it."""
+    tokens = TokenRuns(str(tmp_path), 1 << 20)
+    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    list(sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")))
+    with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'b'"):
+        list(sorted_file.add(chunk_of("b\t2001\t3\t1\na\t2001\t1\t1\n")))
+
+
 def test_a_chunk_is_checked_order_by_order(tmp_path):
     tokens = TokenRuns(str(tmp_path), 1 << 20)
     sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
