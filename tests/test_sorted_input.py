@@ -150,35 +150,36 @@ def chunk_of(text: str) -> Collapsed:
     return collapse_chunk(text.encode(), "2012", "test.gz", 1, RowPolicy(), False)
 
 
-def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
+def sorted_file_in(tmp_path) -> SortedFile:
+    os.makedirs(tmp_path / "tokens", exist_ok=True)
     tokens = TokenRuns(str(tmp_path / "tokens"), 1 << 20)
-    os.makedirs(tmp_path / "tokens")
-    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
-    outputs = [*sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
-               *sorted_file.add(chunk_of("b\t2001\t3\t1\nc\t2000\t4\t1\n")), *sorted_file.finish()]
+    return SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+
+
+def rows_written(tmp_path, *chunks) -> list[dict]:
+    """The n-gram, match count and years of the rows a SortedFile writes of CHUNKS (one piece)."""
+    sorted_file = sorted_file_in(tmp_path)
+    outputs = [output for chunk in chunks for output in sorted_file.add(chunk_of(chunk))] + [*sorted_file.finish()]
     (piece,) = [o for o in outputs if isinstance(o, dict)]
-    rows = pq.read_table(tmp_path / piece["file"]).select(["ngram", "match_count", "years"]).to_pylist()
+    return pq.read_table(tmp_path / piece["file"]).select(["ngram", "match_count", "years"]).to_pylist()
+
+
+def test_a_run_cut_by_a_chunk_boundary_is_joined(tmp_path):
+    rows = rows_written(tmp_path, "a\t2000\t1\t1\nb\t2000\t2\t1\n", "b\t2001\t3\t1\nc\t2000\t4\t1\n")
     assert rows == [{"ngram": "a", "match_count": 1, "years": 1}, {"ngram": "b", "match_count": 5, "years": 2},
                     {"ngram": "c", "match_count": 4, "years": 1}]
 
 
 def test_a_run_cut_by_two_chunk_boundaries_is_joined(tmp_path):
     """A table that holds nothing but the rest of the run held from the table before: held on for the next."""
-    tokens = TokenRuns(str(tmp_path / "tokens"), 1 << 20)
-    os.makedirs(tmp_path / "tokens")
-    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
-    outputs = [*sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")),
-               *sorted_file.add(chunk_of("b\t2001\t3\t1\n")),
-               *sorted_file.add(chunk_of("b\t2002\t4\t1\nc\t2000\t4\t1\n")), *sorted_file.finish()]
-    (piece,) = [o for o in outputs if isinstance(o, dict)]
-    rows = pq.read_table(tmp_path / piece["file"]).select(["ngram", "match_count", "years"]).to_pylist()
+    rows = rows_written(tmp_path, "a\t2000\t1\t1\nb\t2000\t2\t1\n", "b\t2001\t3\t1\n",
+                        "b\t2002\t4\t1\nc\t2000\t4\t1\n")
     assert rows == [{"ngram": "a", "match_count": 1, "years": 1}, {"ngram": "b", "match_count": 9, "years": 3},
                     {"ngram": "c", "match_count": 4, "years": 1}]
 
 
 def test_a_table_before_the_last_is_refused(tmp_path):
-    tokens = TokenRuns(str(tmp_path), 1 << 20)
-    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    sorted_file = sorted_file_in(tmp_path)
     list(sorted_file.add(chunk_of("b\t2000\t1\t1\nc\t2000\t2\t1\n")))
     with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'c'"):
         list(sorted_file.add(chunk_of("a\t2000\t1\t1\n")))
@@ -186,24 +187,21 @@ def test_a_table_before_the_last_is_refused(tmp_path):
 
 def test_a_table_continuing_the_held_run_is_checked_past_it(tmp_path):
     """The held run joined with the next table's first row: the row after it must still come after it."""
-    tokens = TokenRuns(str(tmp_path), 1 << 20)
-    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    sorted_file = sorted_file_in(tmp_path)
     list(sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")))
     with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'b'"):
         list(sorted_file.add(chunk_of("b\t2001\t3\t1\na\t2001\t1\t1\n")))
 
 
 def test_a_chunk_is_checked_order_by_order(tmp_path):
-    tokens = TokenRuns(str(tmp_path), 1 << 20)
-    sorted_file = SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens)
+    sorted_file = sorted_file_in(tmp_path)
     mixed = chunk_of("a\t2000\t1\t1\na b\t2000\t1\t1\nb\t2000\t1\t1\na c\t2000\t1\t1\n")
     assert not mixed.ascending  # each order ascends: the file is in order, the kernel's flag alone cannot say
     list(sorted_file.add(mixed))
     with pytest.raises(InputNotSorted, match="test.gz: 'a a' follows 'a c'"):
         list(sorted_file.add(chunk_of("a a\t2000\t1\t1\n")))
     with pytest.raises(InputNotSorted, match="test.gz: 'b' follows 'c'"):
-        list(SortedFile("test.gz", 1, str(tmp_path), schemas.ngrams_schema(False), 1000, tokens).add(
-            chunk_of("a\t2000\t1\t1\nc\t2000\t1\t1\nb\t2000\t1\t1\n")))
+        list(sorted_file_in(tmp_path).add(chunk_of("a\t2000\t1\t1\nc\t2000\t1\t1\nb\t2000\t1\t1\n")))
 
 
 def test_auto_totals_large_export_files_in_their_order():
