@@ -56,7 +56,9 @@ class _Lazy:
         if name not in LAZY:
             return None
         for finder in sys.meta_path:
-            found = None if finder is self else getattr(finder, "find_spec", lambda *_: None)(name, path, target)
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            found = finder.find_spec(name, path, target)
             if found is not None and found.loader is not None:
                 found.loader = importlib.util.LazyLoader(found.loader)
                 return found

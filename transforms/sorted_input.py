@@ -88,14 +88,14 @@ class SortedFile:
         keys = columnar.whole(runs["ngram"])
         held = self.held.pop(order, None)
         if held is not None:
-            last = held["ngram"][0].as_py()
-            if keys[0].as_py() == last:  # a run cut by a chunk boundary
+            last, first = held["ngram"][0].as_py(), keys[0].as_py()
+            if first == last:  # a run cut by a chunk boundary
                 held = merge_runs(pa.concat_tables([held, runs.slice(0, 1)]))
                 runs, keys = runs.slice(1), keys.slice(1)
                 if not runs.num_rows:  # the next table may continue it still
                     self.held[order] = held
                     return
-            first = keys[0].as_py()
+                first = keys[0].as_py()
             if first <= last:  # Python's order of str is UTF-8 byte order, Arrow's
                 raise InputNotSorted(f"{self.path}: {first!r} follows {last!r}")
             # Written apart from the rows after it: joined, the table was copied whole for one row (combine_chunks).
