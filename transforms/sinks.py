@@ -24,14 +24,27 @@ from apache_beam.io.filesystems import FileSystems
 from ngramflow.transforms import sizing
 
 
+#: The write buffer of a local file: a Parquet writer writes each page's header apart from its data.
+LOCAL_BUFFER_BYTES = 1 << 20
+
+
+def _created(path: str):
+    """A new binary file at PATH: an object store's through Beam's file systems; a local one as Arrow's own
+    file, buffered, which a Parquet writer writes to without Python (through a Python file, each write of a
+    page was a bytes object made under Python's lock while the other workers waited for it: the 2020 shards
+    of 80M rows, 2% of the import's CPU and of its time)."""
+    if "://" in path:  # object stores have no folders to create
+        return FileSystems.create(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return pa.output_stream(path, compression=None, buffer_size=LOCAL_BUFFER_BYTES)
+
+
 @contextlib.contextmanager
 def renamed_when_done(path: str):
     """A binary file to write ``path`` into, under a temporary name; renamed into place when the block ends
     without an error."""
-    if "://" not in path:  # object stores have no folders to create
-        os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with FileSystems.create(tmp) as fh:
+    with _created(tmp) as fh:
         yield fh
     # Replaces a file an earlier, retried attempt wrote: no duplicate, no gap.
     FileSystems.rename([tmp], [path])
