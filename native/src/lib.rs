@@ -29,7 +29,13 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
     let mut runs = Runs::new(policy.keep_years);
     let mut open: Option<runs::Open> = None;
     let mut at = 0;
+    // Where the columns get room for the rest of the chunk, from what its first sixteenth filled.
+    let mut reserve_at = chunk.len() / 16;
     while at < chunk.len() {
+        if at >= reserve_at {
+            runs.reserve_for(at, chunk.len());
+            reserve_at = usize::MAX;
+        }
         let text = &chunk[at..];
         let key = fields::key(text, open.as_ref().map(|run| run.key))?;
         // The same n-gram as the open run's comes back as that run's key itself.

@@ -394,7 +394,11 @@ pub fn distinct_tokens(
     unigrams.sort_unstable(); // sorted keys give sorted unigrams: one pass
     unigrams.dedup_by_key(|&mut (head, token, _)| (head, token)); // the first row of each stays
     let mut offsets = Vec::with_capacity(tokens.len() + unigrams.len() + 1);
-    let mut bytes = Vec::new();
+    // Room for every token's bytes at once (at most: a token both a unigram and another's is written once).
+    let mut bytes = Vec::with_capacity(
+        tokens.iter().map(|(_, token)| token.len()).sum::<usize>()
+            + unigrams.iter().map(|(_, token, _)| token.len()).sum::<usize>(),
+    );
     let mut rows = Vec::with_capacity(tokens.len() + unigrams.len());
     offsets.push(0);
     // The two sorted lists merged; a token in both is one, with its unigram's row.
