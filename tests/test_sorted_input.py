@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from apache_beam.pvalue import TaggedOutput
 
 from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok, ngrams_of, reference_2012,
                       reference_2020, run_cli, vocabulary_of)
@@ -20,7 +21,7 @@ from ngramflow.transforms.native import prefix_stretches
 from ngramflow.transforms.kernel import Collapsed, collapse_chunk
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
-from ngramflow.transforms.sorted_input import InputNotSorted, SortedFile
+from ngramflow.transforms.sorted_input import KEY_SPANS, InputNotSorted, SortedFile, _OrderSpans
 from ngramflow.transforms.vocabulary import TokenRuns
 
 
@@ -191,6 +192,24 @@ def test_a_table_continuing_the_held_run_is_checked_past_it(tmp_path):
     list(sorted_file.add(chunk_of("a\t2000\t1\t1\nb\t2000\t2\t1\n")))
     with pytest.raises(InputNotSorted, match="test.gz: 'a' follows 'b'"):
         list(sorted_file.add(chunk_of("b\t2001\t3\t1\na\t2001\t1\t1\n")))
+
+
+def test_a_files_spans_are_each_prefixs_first_and_last_key_however_its_stretches_fall(tmp_path, monkeypatch):
+    """Stretches of a prefix continued across tables, and folded every few stretches: one span a prefix and
+    order, from its first key to its last."""
+    monkeypatch.setattr(_OrderSpans, "FOLD_AT", 3)
+    keys = sorted(["aa", "ab", "ab c", "ac", "b", "ba", "ba x", "baa", "bab", "bac", "bad", "bae", "bb", "é", "éa", "éa b", "éb", "中文", "中x"],
+                  key=str.encode)
+    chunks = ["".join(f"{key}\t2000\t1\t1\n" for key in keys[at:at + 3]) for at in range(0, len(keys), 3)]
+    sorted_file = sorted_file_in(tmp_path)
+    outputs = [output for chunk in chunks for output in sorted_file.add(chunk_of(chunk))] + [*sorted_file.finish()]
+    ((_, spans),) = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == KEY_SPANS]
+    want = {}
+    for key in keys:
+        prefix = key.encode()[:len(key[0].encode()) + 1]
+        want.setdefault((schemas.order_of(key), prefix), []).append(key)
+    assert sorted((r["order"], r["first"], r["last"]) for r in spans.to_pylist()) == sorted(
+        (order, group[0], group[-1]) for (order, _), group in want.items())
 
 
 def test_a_chunk_is_checked_order_by_order(tmp_path):

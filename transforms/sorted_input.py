@@ -61,6 +61,38 @@ class InputNotSorted(RuntimeError):
         super().__init__(reason if reason.startswith(self.MARKER) else self.MARKER + reason)
 
 
+class _OrderSpans:
+    """One order's spans in a file, as its sorted tables come: each table's stretches of keys that share a
+    prefix (native.prefix_stretches), with their first and last keys, held as arrays and folded into one
+    span a prefix only now and then (a dict of Python strings, widened stretch by stretch, held Python's lock
+    for a tenth of a second of the 2020 shards' reading). The file's keys of the order ascend, so do their
+    prefixes: a prefix's stretches are consecutive, and only a table's first may continue the one before."""
+
+    #: Stretches held before they are folded: a file's spans stay a few MiB however long it is.
+    FOLD_AT = 1 << 16
+
+    def __init__(self):
+        self.prefixes, self.firsts, self.lasts, self.held = [], [], [], 0
+
+    def add(self, prefixes: np.ndarray, firsts: pa.Array, lasts: pa.Array) -> None:
+        self.prefixes.append(prefixes)
+        self.firsts.append(firsts)
+        self.lasts.append(lasts)
+        self.held += len(prefixes)
+        if self.held >= self.FOLD_AT:
+            folded = self.folded()
+            self.prefixes, self.firsts, self.lasts = ([column] for column in folded)
+            self.held = len(folded[0])
+
+    def folded(self) -> tuple[np.ndarray, pa.Array, pa.Array]:
+        """(prefix, first key, last key) of each prefix: its first stretch's first, its last stretch's last."""
+        prefixes = np.concatenate(self.prefixes)
+        starts = np.flatnonzero(np.diff(prefixes, prepend=~prefixes[0]))  # ~: unlike the first
+        ends = np.append(starts[1:], len(prefixes)) - 1
+        return (prefixes[starts], pa.concat_arrays(self.firsts).take(starts),
+                pa.concat_arrays(self.lasts).take(ends))
+
+
 class SortedFile:
     """One file's run tables, in the file's order -> its part files (``add``, then ``finish``), each output
     an element of ReadSortedFiles: piece records, and tagged order totals, token RunFiles and the file's spans
@@ -74,7 +106,7 @@ class SortedFile:
         self.path, self.min_count, self.root, self.schema = path, min_count, root, schema
         self.piece_rows, self.tokens = piece_rows, tokens
         self.name, self.pieces = file_id(path), 0
-        self.spans = {}  # {(order, prefix): [first, last n-gram read]}
+        self.spans = {}  # {order: _OrderSpans}
         self.held = {}  # {order: the last row read of the order, held back: the next table may continue it}
         self.files, self.parts, self.rows = None, {}, 0  # the piece being written
 
@@ -116,18 +148,20 @@ class SortedFile:
         characters: tens of thousands of spans)."""
         starts, prefixes = native.prefix_stretches(keys)  # sorted keys: each prefix's keys are together
         ends = np.append(starts[1:], len(keys)) - 1
-        firsts, lasts = keys.take(starts).to_pylist(), keys.take(ends).to_pylist()
-        for prefix, first, last in zip(prefixes.tolist(), firsts, lasts):
-            self.spans.setdefault((order, prefix), [first, None])[1] = last
+        self.spans.setdefault(order, _OrderSpans()).add(prefixes, keys.take(starts), keys.take(ends))
 
     def finish(self):
         for order, held in self.held.items():
             yield from self._write(order, held)
         if self.spans:
-            orders, firsts, lasts = zip(*((order, first, last) for (order, _), (first, last) in self.spans.items()))
-            yield beam.pvalue.TaggedOutput(KEY_SPANS, (file_id(self.path), pa.table(
-                [pa.array(orders, pa.int8()), firsts, lasts, pa.repeat(self.path, len(orders))], schema=SPANS)))
+            spans = pa.concat_tables(self._spans_of(order, spans) for order, spans in self.spans.items())
+            yield beam.pvalue.TaggedOutput(KEY_SPANS, (file_id(self.path), spans))
         yield from self._close_piece()
+
+    def _spans_of(self, order: int, spans: _OrderSpans) -> pa.Table:
+        _, firsts, lasts = spans.folded()
+        return pa.table([pa.array(np.full(len(firsts), order, np.int8)), firsts, lasts,
+                         pa.repeat(self.path, len(firsts))], schema=SPANS)
 
     def _write(self, order: int, runs: pa.Table):
         if not runs.num_rows:
