@@ -9,6 +9,7 @@ that process reads before Beam is loaded.
 import codecs
 import concurrent.futures
 import contextlib
+import mmap
 import os
 import threading
 import zlib
@@ -119,13 +120,15 @@ class _Buffers:
     def __init__(self):
         self.lock, self.kept = threading.Lock(), []
 
-    def take(self) -> bytearray:
+    def take(self) -> mmap.mmap:
         with self.lock:
             if self.kept:
                 return self.kept.pop()
-        return bytearray(self.SIZE)
+        # Anonymous memory, whose pages the kernel zeroes as the decompression first writes them, on its thread;
+        # a bytearray was zeroed whole here, under Python's lock (its most held outside imports, py-spy --gil).
+        return mmap.mmap(-1, self.SIZE)
 
-    def give(self, buffer: bytearray) -> None:
+    def give(self, buffer: mmap.mmap | bytes) -> None:
         """BUFFER back, unless it grew for a long line; its old contents are never read again (a reader hands
         out views of its buffer valid until its next piece, and a closed reader hands out none)."""
         with self.lock:
@@ -217,11 +220,11 @@ class LineReader:
         Dropping it here gives every path, format and slice the same text; the
         offsets stay those of the decompressed file, so slices do not move.
         """
-        if self.buffer.startswith(codecs.BOM_UTF8, self.start, self.end):
+        if self.buffer[self.start:min(self.end, self.start + len(codecs.BOM_UTF8))] == codecs.BOM_UTF8:
             self.start += len(codecs.BOM_UTF8)
             self.offset = len(codecs.BOM_UTF8)
 
-    def _decompress(self, buffer: bytearray) -> tuple[int, int]:
+    def _decompress(self, buffer: mmap.mmap) -> tuple[int, int]:
         """The next block of text into BUFFER, after its LINE_ROOM: (its bytes, the compressed bytes read by
         then). On a thread of the reader's pool, but for a reader's first block and without a pool."""
         got = self.data.readinto(memoryview(buffer)[LINE_ROOM:LINE_ROOM + CHUNK_BYTES])
