@@ -212,6 +212,22 @@ def test_a_files_spans_are_each_prefixs_first_and_last_key_however_its_stretches
         (order, group[0], group[-1]) for (order, _), group in want.items())
 
 
+def test_spans_of_many_prefixes_are_folded_a_few_times_not_at_every_table(monkeypatch):
+    """A file of more prefixes than FOLD_AT: each fold waits for twice the spans the last one left."""
+    monkeypatch.setattr(_OrderSpans, "FOLD_AT", 4)
+    spans, folds = _OrderSpans(), []
+    folded = spans.folded
+    monkeypatch.setattr(spans, "folded", lambda: folds.append(spans.held) or folded())
+    keys = [f"{first}{second}" for first in "abcdefgh" for second in "abcdefghijklmnopqrstuvwxyzABCDEF"]
+    for at in range(0, len(keys), 4):  # a table of 4 prefixes of their own
+        table = pa.array(keys[at:at + 4])
+        starts, prefixes = prefix_stretches(table)
+        spans.add(prefixes, table.take(starts), table.take(starts))
+    assert len(folds) <= 7 and folds[-1] >= 128
+    _, firsts, lasts = spans.folded()
+    assert firsts.to_pylist() == keys and lasts.to_pylist() == keys
+
+
 def test_a_chunk_is_checked_order_by_order(tmp_path):
     sorted_file = sorted_file_in(tmp_path)
     mixed = chunk_of("a\t2000\t1\t1\na b\t2000\t1\t1\nb\t2000\t1\t1\na c\t2000\t1\t1\n")

@@ -68,21 +68,24 @@ class _OrderSpans:
     for a tenth of a second of the 2020 shards' reading). The file's keys of the order ascend, so do their
     prefixes: a prefix's stretches are consecutive, and only a table's first may continue the one before."""
 
-    #: Stretches held before they are folded: a file's spans stay a few MiB however long it is.
+    #: Stretches held before they are folded, at least: a file's spans stay a few MiB however long it is. A
+    #: fold waits for twice the spans the last one left, so that a file of more prefixes than this is not
+    #: folded again at every table.
     FOLD_AT = 1 << 16
 
     def __init__(self):
-        self.prefixes, self.firsts, self.lasts, self.held = [], [], [], 0
+        self.prefixes, self.firsts, self.lasts, self.held, self.fold_at = [], [], [], 0, self.FOLD_AT
 
     def add(self, prefixes: np.ndarray, firsts: pa.Array, lasts: pa.Array) -> None:
         self.prefixes.append(prefixes)
         self.firsts.append(firsts)
         self.lasts.append(lasts)
         self.held += len(prefixes)
-        if self.held >= self.FOLD_AT:
+        if self.held >= self.fold_at:
             folded = self.folded()
             self.prefixes, self.firsts, self.lasts = ([column] for column in folded)
             self.held = len(folded[0])
+            self.fold_at = max(self.FOLD_AT, 2 * self.held)
 
     def folded(self) -> tuple[np.ndarray, pa.Array, pa.Array]:
         """(prefix, first key, last key) of each prefix: its first stretch's first, its last stretch's last."""

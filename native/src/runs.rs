@@ -100,7 +100,7 @@ impl Runs {
     /// an eighth more: each column grown by doubling was copied about once more, onto fresh pages (a fifth
     /// of the kernel's page faults, perf).
     pub fn reserve_for(&mut self, read: usize, total: usize) {
-        let more = |len: usize| len * (total - read) / read.max(1) + len / 8;
+        let more = |len: usize| len.saturating_mul(total - read) / read.max(1) + len / 8;
         self.key_offsets.reserve(more(self.key_offsets.len()));
         self.key_bytes.reserve(more(self.key_bytes.len()));
         self.fold_in_python.reserve(more(self.fold_in_python.len()));
