@@ -189,7 +189,10 @@ def cluster(flink_provisioned, tmp_path):
 
 def start_import(corpus, output, flink_master: str, checkpoints, *options, env=None) -> subprocess.Popen:
     """A checkpointed import as its own process (as a user runs it), checkpointing every second, its n-gram
-    state spread over many keys; ``env``: more environment variables."""
+    state spread over many keys; ``env``: more environment variables. Its temporary folders go beside OUTPUT:
+    an import killed by a test cannot remove them."""
+    scratch = os.path.join(os.path.dirname(str(output)), "tmp")
+    os.makedirs(scratch, exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-m", "ngramflow.cli", "import", corpus, "--output", str(output), "--quiet",
          "--runner", "flink", "--mode", "checkpointed", "--checkpoint-interval", "1",
@@ -197,7 +200,7 @@ def start_import(corpus, output, flink_master: str, checkpoints, *options, env=N
          *options],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # State spread over many keys, as a large corpus spreads it (sizing.merge_shards).
-        env={**os.environ, KEY_BUDGET_VARIABLE: str(KILL_TEST_KEY_BUDGET), **(env or {})})
+        env={**os.environ, "TMPDIR": scratch, KEY_BUDGET_VARIABLE: str(KILL_TEST_KEY_BUDGET), **(env or {})})
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
