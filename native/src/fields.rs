@@ -117,12 +117,12 @@ pub fn ngram(field: &[u8]) -> Option<&[u8]> {
 
 /// The length of the n-gram that starts `text`, found with 32-byte vector compares when it is short
 /// and plain: ASCII bytes ended by a tab within the first 32, tokens joined by single spaces, fewer
-/// than MAX_ORDER spaces; and whether it holds an underscore (a POS tag needs one: policy::tagged).
-/// Anything else (None) is left to the byte loop and `ngram`, which accept no more than this does for
-/// such keys. (A byte loop over each new n-gram took a sixth of the time of a line of sorted 2-grams.)
+/// than MAX_ORDER spaces. Anything else (None) is left to the byte loop and `ngram`, which accept no
+/// more than this does for such keys. (A byte loop over each new n-gram took a sixth of the time of
+/// a line of sorted 2-grams.)
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn plain_key(text: &[u8]) -> Option<(usize, bool)> {
+fn plain_key(text: &[u8]) -> Option<usize> {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
     };
@@ -130,7 +130,7 @@ fn plain_key(text: &[u8]) -> Option<(usize, bool)> {
         return None;
     }
     // SAFETY: SSE2 is part of every x86-64 processor; the loads read text[..32], which exists.
-    let (tabs, stops, spaces, underscores) = unsafe {
+    let (tabs, stops, spaces) = unsafe {
         let halves = [0, 16].map(|at| _mm_loadu_si128(text.as_ptr().add(at) as *const __m128i));
         // The high bit of each byte of the 32 that BYTES gives, as a bit each.
         let bits = |bytes: &dyn Fn(__m128i) -> __m128i| {
@@ -138,7 +138,7 @@ fn plain_key(text: &[u8]) -> Option<(usize, bool)> {
             low | high << 16
         };
         let equal = |byte: u8| bits(&|half| _mm_cmpeq_epi8(half, _mm_set1_epi8(byte as i8)));
-        (equal(b'\t'), equal(b'\n') | bits(&|half| half), equal(b' '), equal(b'_'))
+        (equal(b'\t'), equal(b'\n') | bits(&|half| half), equal(b' '))
     };
     let len = tabs.trailing_zeros(); // 32: no tab
     if len == 0 || len == 32 {
@@ -150,12 +150,12 @@ fn plain_key(text: &[u8]) -> Option<(usize, bool)> {
         && spaces & (1 | 1 << (len - 1)) == 0
         && spaces & (spaces >> 1) == 0
         && (spaces.count_ones() as usize) < MAX_ORDER;
-    plain.then_some((len as usize, underscores & inside != 0))
+    plain.then_some(len as usize)
 }
 
 /// Elsewhere every n-gram takes the byte loop.
 #[cfg(not(target_arch = "x86_64"))]
-fn plain_key(_text: &[u8]) -> Option<(usize, bool)> {
+fn plain_key(_text: &[u8]) -> Option<usize> {
     None
 }
 
@@ -210,25 +210,24 @@ impl Cursor<'_> {
     }
 }
 
-/// The n-gram that starts `text` (the first field of its first line), if it is one as stored, and
-/// whether it may hold an underscore (false only when the vector scan saw none). An n-gram equal to
-/// `checked` (the previous line's, in a file where an n-gram's lines follow each other) is compared,
-/// not checked again, and given back as `checked` itself.
-pub fn key<'a>(text: &'a [u8], checked: Option<&'a [u8]>) -> Option<(&'a [u8], bool)> {
+/// The n-gram that starts `text` (the first field of its first line), if it is one as stored. An
+/// n-gram equal to `checked` (the previous line's, in a file where an n-gram's lines follow each
+/// other) is compared, not checked again, and given back as `checked` itself.
+pub fn key<'a>(text: &'a [u8], checked: Option<&'a [u8]>) -> Option<&'a [u8]> {
     match checked {
         Some(previous)
             if text.get(previous.len()) == Some(&b'\t') && text.starts_with(previous) =>
         {
-            Some((previous, true))
+            Some(previous)
         }
         _ => match plain_key(text) {
-            Some((end, underscore)) => Some((&text[..end], underscore)),
+            Some(end) => Some(&text[..end]),
             None => {
                 let end = text.iter().position(|&b| b == b'\t' || b == b'\n')?;
                 if text[end] != b'\t' {
                     return None;
                 }
-                Some((ngram(&text[..end])?, true))
+                ngram(&text[..end])
             }
         },
     }
@@ -432,28 +431,22 @@ mod tests {
                     7 => b'\n',
                     8 => 0xC3,
                     9 => b'\r',
-                    10 => b'_',
                     n => b'a' + (n % 26) as u8,
                 })
                 .collect();
             lines += 1;
-            let Some((end, underscore)) = plain_key(&text) else {
+            let Some(end) = plain_key(&text) else {
                 continue;
             };
             vouched += 1;
             let stop = text.iter().position(|&b| b == b'\t' || b == b'\n');
             assert_eq!(stop, Some(end), "{text:?}");
             assert_eq!(ngram(&text[..end]), Some(&text[..end]), "{text:?}");
-            assert_eq!(underscore, text[..end].contains(&b'_'), "{text:?}");
         }
         assert!(vouched > 1000, "{vouched} of {lines} vouched for");
         assert_eq!(
             plain_key(b"the cat\t1990\t5\t3\nthe cat\t1991\t12\t7\n"),
-            Some((7, false))
-        );
-        assert_eq!(
-            plain_key(b"the cat_NOUN\t1990\t5\t3\nthe_DET cat\t1991\t12\t7\n"),
-            Some((12, true))
+            Some(7)
         );
     }
 
@@ -490,7 +483,7 @@ mod tests {
             rows: &mut Vec<(u16, i64, i64)>,
         ) -> Option<(&'a [u8], usize)> {
             rows.clear();
-            let (key, _) = key(text, None)?;
+            let key = key(text, None)?;
             let used = counts(text, key, Format::V2020, |y, m, v| rows.push((y, m, v)))?;
             Some((key, used))
         }

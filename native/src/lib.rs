@@ -37,13 +37,13 @@ fn collapse(chunk: &[u8], format: Format, policy: &Policy) -> Option<Runs> {
             reserve_at = usize::MAX;
         }
         let text = &chunk[at..];
-        let (key, underscore) = fields::key(text, open.as_ref().map(|run| run.key))?;
+        let key = fields::key(text, open.as_ref().map(|run| run.key))?;
         // The same n-gram as the open run's comes back as that run's key itself.
         if open.as_ref().is_none_or(|run| !std::ptr::eq(run.key, key)) {
             if let Some(run) = open.take() {
                 runs.close(run, policy).ok()?;
             }
-            open = Some(runs.open(key, underscore, policy));
+            open = Some(runs.open(key, policy));
         }
         let run = open.as_ref()?;
         at += fields::counts(text, key, format, |year, matches, volumes| {

@@ -24,10 +24,26 @@ fn wildcard(token: &[u8]) -> bool {
 /// Whether any token of an n-gram is POS-tagged (policy.TAGGED_IN_NGRAM).
 pub fn tagged(ngram: &[u8]) -> bool {
     // Tags and wildcards all have an underscore, which most n-grams do not.
-    memchr::memchr(b'_', ngram).is_some()
+    underscore(ngram)
         && ngram
             .split(|&b| b == b' ')
             .any(|token| wildcard(token) || tag_suffix(token).is_some())
+}
+
+/// Whether BYTES hold an underscore, 8 at a time: an n-gram is short, and memchr's vector search cost
+/// more to set up than its bytes took (perf: memchr and `tagged` 2.2% of a 2020 import's CPU).
+#[inline]
+fn underscore(bytes: &[u8]) -> bool {
+    const UNDERSCORES: u64 = u64::from_le_bytes([b'_'; 8]);
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    // A zero byte of word ^ UNDERSCORES, found exactly (no borrow between bytes) as a high bit.
+    let found = |word: u64| {
+        let x = word ^ UNDERSCORES;
+        !(((x & LOW7) + LOW7) | x | LOW7) != 0
+    };
+    let mut words = bytes.chunks_exact(8);
+    let whole = words.by_ref().any(|word| found(u64::from_le_bytes(word.try_into().unwrap())));
+    whole || words.remainder().contains(&b'_')
 }
 
 /// policy.fold_case of every token of an ASCII n-gram, appended to `out`: words lower-cased,
@@ -72,6 +88,21 @@ mod tests {
             b"__",
         ] {
             assert!(!tagged(no), "{:?}", no);
+        }
+    }
+
+    #[test]
+    fn an_underscore_is_found_wherever_it_lies() {
+        for len in 0..40 {
+            let mut bytes = vec![b'a'; len];
+            assert!(!underscore(&bytes));
+            for at in 0..len {
+                bytes[at] = b'_';
+                assert!(underscore(&bytes), "{len} {at}");
+                bytes[at] = b'_' ^ 0x80; // the same low seven bits
+                assert!(!underscore(&bytes), "{len} {at}");
+                bytes[at] = b'a';
+            }
         }
     }
 

@@ -114,11 +114,10 @@ impl Runs {
         self.series_volumes.reserve(more(self.series_volumes.len()));
     }
 
-    /// The run of KEY, opened; UNDERSCORE: whether the key may hold one (a tagged n-gram does).
-    pub fn open<'a>(&mut self, key: &'a [u8], underscore: bool, policy: &Policy) -> Open<'a> {
+    pub fn open<'a>(&mut self, key: &'a [u8], policy: &Policy) -> Open<'a> {
         Open {
             key,
-            tagged: policy.drop_tagged && underscore && crate::policy::tagged(key),
+            tagged: policy.drop_tagged && crate::policy::tagged(key),
         }
     }
 
