@@ -542,20 +542,26 @@ pub fn orders(keys: &Keys) -> Vec<u8> {
         .collect()
 }
 
+/// The high bit of each byte of WORD that is BYTE, the others clear: a zero byte of word ^ BYTE, found
+/// exactly, with no borrow from one byte into the next.
+#[inline(always)]
+pub(crate) fn bytes_equal(word: u64, byte: u8) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let x = word ^ u64::from_le_bytes([byte; 8]);
+    !(((x & LOW7) + LOW7) | x | LOW7)
+}
+
 /// The spaces in `data[start..end]`, counted 8 bytes at a time: a key's bytes filtered and counted one by one
 /// were a thirtieth of the CPU time of an import of distinct 2-grams (perf), for keys of about 14 bytes. A
 /// key's last word is loaded whole where the data goes on past it, its bytes beyond the key masked off.
 #[inline(always)]
 fn spaces(data: &[u8], start: usize, end: usize) -> usize {
-    const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
     const ONES: u64 = 0x0101_0101_0101_0101;
-    // The spaces among the bytes of WORD that MASK keeps: a space is a zero byte of word ^ SPACES, found
-    // exactly (no borrow between bytes) as a high bit, then moved to its byte's low bit and the bytes
-    // summed by a multiply (the extension is built for any x86-64, whose count_ones has no instruction).
+    // The spaces among the bytes of WORD that MASK keeps, each found as a high bit (bytes_equal), moved to
+    // its byte's low bit and the bytes summed by a multiply (the extension is built for any x86-64, whose
+    // count_ones has no instruction).
     let count = |word: u64, mask: u64| {
-        let x = word ^ SPACES;
-        let found = !(((x & LOW7) + LOW7) | x | LOW7) & mask;
+        let found = bytes_equal(word, b' ') & mask;
         ((found >> 7).wrapping_mul(ONES) >> 56) as usize
     };
     let load = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap());

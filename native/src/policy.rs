@@ -1,5 +1,7 @@
 //! The row policy's rules on n-grams, as transforms/policy.py states them.
 
+use crate::order::bytes_equal;
+
 const TAGS: [&[u8]; 12] = [
     b"NOUN", b"VERB", b"ADJ", b"ADV", b"PRON", b"DET", b"ADP", b"NUM", b"CONJ", b"PRT", b"X", b".",
 ];
@@ -34,15 +36,10 @@ pub fn tagged(ngram: &[u8]) -> bool {
 /// more to set up than its bytes took (perf: memchr and `tagged` 2.2% of a 2020 import's CPU).
 #[inline]
 fn underscore(bytes: &[u8]) -> bool {
-    const UNDERSCORES: u64 = u64::from_le_bytes([b'_'; 8]);
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    // A zero byte of word ^ UNDERSCORES, found exactly (no borrow between bytes) as a high bit.
-    let found = |word: u64| {
-        let x = word ^ UNDERSCORES;
-        !(((x & LOW7) + LOW7) | x | LOW7) != 0
-    };
     let mut words = bytes.chunks_exact(8);
-    let whole = words.by_ref().any(|word| found(u64::from_le_bytes(word.try_into().unwrap())));
+    let whole = words
+        .by_ref()
+        .any(|word| bytes_equal(u64::from_le_bytes(word.try_into().unwrap()), b'_') != 0);
     whole || words.remainder().contains(&b'_')
 }
 
