@@ -198,8 +198,8 @@ def test_a_files_spans_are_each_prefixs_first_and_last_key_however_its_stretches
     """Stretches of a prefix continued across tables, and folded every few stretches: one span a prefix and
     order, from its first key to its last."""
     monkeypatch.setattr(_OrderSpans, "FOLD_AT", 3)
-    keys = sorted(["aa", "ab", "ab c", "ac", "b", "ba", "ba x", "baa", "bab", "bac", "bad", "bae", "bb", "é", "éa", "éa b", "éb", "中文", "中x"],
-                  key=str.encode)
+    keys = sorted(["aa", "ab", "ab c", "ac", "b", "ba", "ba x", "baa", "bab", "bac", "bad", "bae", "bb",
+                   "é", "éa", "éa b", "éb", "中文", "中x"], key=str.encode)
     chunks = ["".join(f"{key}\t2000\t1\t1\n" for key in keys[at:at + 3]) for at in range(0, len(keys), 3)]
     sorted_file = sorted_file_in(tmp_path)
     outputs = [output for chunk in chunks for output in sorted_file.add(chunk_of(chunk))] + [*sorted_file.finish()]

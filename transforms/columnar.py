@@ -40,6 +40,11 @@ def run_starts(keys) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], changed)))
 
 
+def run_stops(starts: np.ndarray, n: int) -> np.ndarray:
+    """For runs that begin at ``starts`` among n rows, where each ends (exclusive): where the next begins."""
+    return np.append(starts[1:], n)
+
+
 def run_ids(starts: np.ndarray, n: int) -> np.ndarray:
     """For each of n rows, the index of the run it belongs to."""
     marks = np.zeros(n, np.int64)

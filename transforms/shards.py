@@ -23,7 +23,7 @@ def split_by_key(table: pa.Table, keys: np.ndarray):
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
-    for start, end in zip(starts, np.append(starts[1:], len(keys))):
+    for start, end in zip(starts, columnar.run_stops(starts, len(keys))):
         yield int(sorted_keys[start]), table.take(pa.array(order[start:end]))
 
 

@@ -91,7 +91,7 @@ class _OrderSpans:
         """(prefix, first key, last key) of each prefix: its first stretch's first, its last stretch's last."""
         prefixes = np.concatenate(self.prefixes)
         starts = np.flatnonzero(np.diff(prefixes, prepend=~prefixes[0]))  # ~: unlike the first
-        ends = np.append(starts[1:], len(prefixes)) - 1
+        ends = columnar.run_stops(starts, len(prefixes)) - 1
         return (prefixes[starts], pa.concat_arrays(self.firsts).take(starts),
                 pa.concat_arrays(self.lasts).take(ends))
 
@@ -150,7 +150,7 @@ class SortedFile:
         bytes would not do ("“", "†" and "…" share theirs, E2 80), nor two characters (pairs of Chinese
         characters: tens of thousands of spans)."""
         starts, prefixes = native.prefix_stretches(keys)  # sorted keys: each prefix's keys are together
-        ends = np.append(starts[1:], len(keys)) - 1
+        ends = columnar.run_stops(starts, len(keys)) - 1
         self.spans.setdefault(order, _OrderSpans()).add(prefixes, keys.take(starts), keys.take(ends))
 
     def finish(self):
