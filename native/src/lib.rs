@@ -14,6 +14,7 @@ mod masks;
 mod mkn;
 mod order;
 mod policy;
+mod prefetch;
 mod recent;
 mod runs;
 

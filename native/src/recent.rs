@@ -8,6 +8,8 @@
 //! given again by a later table (the vocabulary's merge folds the copies, as it folds those of two workers).
 //! It never holds a token it was not given: a token's bytes are kept and compared, not its hash alone.
 
+use crate::prefetch;
+
 /// The longest token a slot holds; longer ones are never kept (a slot is 32 bytes, a bucket one cache line).
 const INLINE: usize = 23;
 
@@ -48,16 +50,7 @@ impl RecentTokens {
     /// The bucket of a token of HASH brought towards the core's first cache, for a check_in soon after.
     #[inline]
     pub fn fetch(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch only hints; the address is that of a bucket of the cache.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(
-                &self.buckets[self.index(hash)] as *const Bucket as *const i8,
-            );
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        prefetch::fetch(&self.buckets[self.index(hash)]);
     }
 
     /// The index of the bucket of a token of HASH: its high bits, for the low bits of the hash depend on a
