@@ -1,10 +1,11 @@
 """What the embedded runner changes of Beam 2.62 in this process, where its workers are threads: two of Beam's
-fixed costs that neither take an option (pipeline/run.py, direct_runner_args, applies both)."""
+fixed costs that neither take an option, and a failure's traceback printed where the command says it in a line
+(pipeline/run.py, direct_runner_args, applies all three)."""
 
 import types
 import weakref
 
-from apache_beam.runners.worker import statesampler
+from apache_beam.runners.worker import sdk_worker, statesampler
 from apache_beam.transforms import core
 
 #: How often, in ms, a worker of the embedded runner samples which step it is in (Beam's state sampler, whose
@@ -50,3 +51,16 @@ def inspect_once() -> None:
     the same few dozen functions. That was 0.12-0.18 s of CPU an import, most of it on one core before a
     file is read (the graph) and at each stage's start (BENCHMARKS.md, issue 16's sixteenth round)."""
     core.get_function_args_defaults = _arguments_read_once
+
+
+def _not_printed(*args, **kwargs) -> None:
+    pass
+
+
+def failures_told_once() -> None:
+    """Keep the workers from printing each failed bundle's traceback to standard error. With more than one
+    worker, Beam's SDK harness (sdk_worker.SdkHarness._execute, that module's one print) printed it there, then
+    sent it to the runner, which raises it in the command's main thread: the command line says a user's
+    mistake (a corrupt gzip, an input's rows out of order) in one line, after some sixty lines of Beam's
+    frames, and a bug's traceback twice. Beam's log keeps it (--verbose), and a bug's still ends the command."""
+    sdk_worker.print = _not_printed

@@ -71,10 +71,11 @@ def with_truncated(tmp_path):
 
 
 @pytest.mark.parametrize("merge", MERGES)
-def test_truncated_gzip_fails_the_run_naming_the_file(with_truncated, tmp_path, capsys, merge):
+@pytest.mark.parametrize("workers", ["1", "2"])  # two: Beam's worker threads, which printed the traceback too
+def test_truncated_gzip_fails_the_run_naming_the_file(with_truncated, tmp_path, capsys, merge, workers):
     folder, victim = with_truncated
     out = tmp_path / "out"
-    assert run_cli("import", folder, "--output", out, "--quiet", "--merge", merge) == 1
+    assert run_cli("import", folder, "--output", out, "--quiet", "--merge", merge, "--workers", workers) == 1
     err = capsys.readouterr().err.strip()
     assert victim in err and "corrupt or truncated gzip" in err and "Traceback" not in err
     assert len(err.splitlines()) == 1
