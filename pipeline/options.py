@@ -58,8 +58,9 @@ class ImportOptions:
     overwrite: bool = option(False, "replace an existing complete dataset in --output", resumable=True)
     merge: str = option(
         "auto", "how the embedded runner totals n-grams: input-order writes each file's n-grams as it reads them, "
-                "for files each sorted by n-gram and sharing none (Google's layout), and imports again through "
-                "sorted run files if they are not; runs always totals through sorted run files on disk; auto "
+                "for files each sorted by n-gram and sharing none (Google's layout), and totals through sorted run "
+                "files instead when a few files' first lines are out of order (imports again through them when "
+                "a file is out of order further on); runs always totals through sorted run files on disk; auto "
                 "(default) is input-order for files named as Google's exports name them, of "
                 f"{SORTED_INPUT_FILE_BYTES >> 20} MiB and more on average, unless --lowercase (case variants lie "
                 "apart in a sorted file)",

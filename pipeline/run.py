@@ -33,7 +33,7 @@ from ngramflow.transforms.merge import key_sizes
 from ngramflow.transforms.lines import InputFileError
 from ngramflow.transforms.read import merge_file_stats
 from ngramflow.transforms.sizing import range_rows
-from ngramflow.transforms.sorted_input import InputNotSorted, lay_out_parts
+from ngramflow.transforms.sorted_input import InputNotSorted, lay_out_parts, sampled_disorder
 from ngramflow.transforms.spill import range_index
 
 #: What the final run event of --events carries of the manifest.
@@ -239,7 +239,10 @@ def _import(opts: ImportOptions, inputs, totalcounts, flink, target: DatasetDir,
     files, totalcounts_files = inputs.ngram_files, inputs.totalcounts
     out = target.build
     started = time.time()
-    refused = None
+    refused = sampled_disorder(files, opts.read_settings()) if in_input_order(opts) else None
+    if refused:
+        print(f"ngramflow: note: {refused}; totalling through sorted run files", file=sys.stderr)
+        opts = replace(opts, merge="runs")
     try:
         runner_info, plan = _run_pipeline(opts, files, out, progress, flink)
         if in_input_order(opts):

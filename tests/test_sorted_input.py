@@ -19,6 +19,7 @@ from ngramflow.pipeline.graph import default_merge
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.transforms.native import prefix_stretches
 from ngramflow.transforms.kernel import Collapsed, collapse_chunk
+from ngramflow.transforms import sorted_input
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
 from ngramflow.transforms.sorted_input import KEY_SPANS, InputNotSorted, SortedFile, _OrderSpans
@@ -128,13 +129,25 @@ def test_files_sharing_an_ngram_are_totalled_by_the_merge(big_corpus, tmp_path):
     assert_same_rows(ngrams_of(ours), reference_2012([source, shared], where=NOT_TAGGED))
 
 
-def test_a_file_out_of_order_is_totalled_by_the_merge(tmp_path, capsys):
+def test_a_file_out_of_order_from_its_first_lines_is_totalled_by_the_merge_from_the_start(tmp_path, capsys):
     lines = ["b\t2000\t1\t1", "a\t2000\t2\t1", "b\t2001\t3\t1"]
     path = write_2012(tmp_path / "unsorted.gz", lines)
     ours = import_ok(path, tmp_path / "out", "--merge", "input-order")
-    assert "unsorted.gz: 'a' follows 'b'; importing again through sorted run files" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unsorted.gz: 'a' follows 'b'; totalling through sorted run files" in err and "again" not in err
     assert "unsorted.gz" in manifest_of(ours)["aggregation"]["input_order_refused"]
     assert ngrams_of(ours, "ngram, match_count, years") == [("a", 2, 1), ("b", 4, 2)]
+
+
+def test_a_file_out_of_order_further_on_is_imported_again_by_the_merge(tmp_path, capsys, monkeypatch):
+    # Its first line alone is looked at before the import: "b" after "c" is met by the read stage.
+    monkeypatch.setattr(sorted_input, "ORDER_SAMPLE_BYTES", len("a\t2000\t1\t1\n"))
+    lines = ["a\t2000\t1\t1", "c\t2000\t2\t1", "b\t2001\t3\t1"]
+    path = write_2012(tmp_path / "unsorted.gz", lines)
+    ours = import_ok(path, tmp_path / "out", "--merge", "input-order")
+    assert "unsorted.gz: 'b' follows 'c'; importing again through sorted run files" in capsys.readouterr().err
+    assert "unsorted.gz" in manifest_of(ours)["aggregation"]["input_order_refused"]
+    assert ngrams_of(ours, "ngram, match_count, years") == [("a", 1, 1), ("b", 3, 1), ("c", 2, 1)]
 
 
 def test_a_file_of_several_orders_keeps_each_in_order(tmp_path):

@@ -11,8 +11,7 @@ the first chunk of a few files, read, parsed and collapsed as the import does,
 with the import's own settings (--keep-years, filters).
 """
 
-from ngramflow.transforms.kernel import collapse_chunk
-from ngramflow.transforms.lines import CORRUPT_ERRORS, InputFileError, LineReader, ReadSettings
+from ngramflow.transforms.lines import ReadSettings, first_runs
 
 #: Files sampled, spread evenly over the input's list; their densest sets the plan.
 SAMPLE_FILES = 8
@@ -21,20 +20,8 @@ SAMPLE_FILES = 8
 def file_density(path: str, settings: ReadSettings) -> float | None:
     """Run-table bytes per file byte (gzipped, if the file is) of the first chunk of one file; None if it
     cannot be read (the import itself reports why)."""
-    try:
-        reader = LineReader(path, settings.format, pool=None)  # one block is all it reads
-    except (InputFileError, *CORRUPT_ERRORS):
-        return None
-    try:
-        if reader.format == "empty":
-            return None
-        first_line, _, chunk = next(reader.lines_before(None))
-        runs = collapse_chunk(chunk, reader.format, path, first_line, settings.policy, settings.keep_years).runs
-        return runs.nbytes / max(1, reader.compressed)
-    except (StopIteration, *CORRUPT_ERRORS):
-        return None
-    finally:
-        reader.close()
+    found = first_runs(path, settings)
+    return None if found is None else found[0].nbytes / max(1, found[1])
 
 
 def input_density(files, settings: ReadSettings) -> float | None:

@@ -19,7 +19,7 @@ from isal import igzip, isal_zlib
 
 from ngramflow.transforms import formats
 from ngramflow.transforms.checked import CountOverflow
-from ngramflow.transforms.kernel import collapse_line_by_line, collapse_natively
+from ngramflow.transforms.kernel import collapse_chunk, collapse_line_by_line, collapse_natively
 from ngramflow.transforms.native import count_lines
 from ngramflow.transforms.policy import RowPolicy
 from ngramflow.transforms.sizing import CHUNK_BYTES
@@ -171,8 +171,10 @@ class LineReader:
     for both: 0.6x of the decompression's own CPU time.)
     """
 
-    def __init__(self, path: str, forced_format: str | None, pool: concurrent.futures.Executor | None = _AHEAD):
+    def __init__(self, path: str, forced_format: str | None, pool: concurrent.futures.Executor | None = _AHEAD,
+                 block: int = CHUNK_BYTES):
         self.path, self.pool = path, pool  # the pool also collapses the reader's pieces (collapsed_pieces)
+        self.block = block  # decompressed bytes read at once: less for a look at a file's beginning alone
         self.data, self.raw = _open(path)
         self.buffer = BUFFERS.take()
         self.retired = []  # buffers the text has left, until no piece handed out is a view of them
@@ -227,7 +229,7 @@ class LineReader:
     def _decompress(self, buffer: mmap.mmap) -> tuple[int, int]:
         """The next block of text into BUFFER, after its LINE_ROOM: (its bytes, the compressed bytes read by
         then). On a thread of the reader's pool, but for a reader's first block and without a pool."""
-        got = self.data.readinto(memoryview(buffer)[LINE_ROOM:LINE_ROOM + CHUNK_BYTES])
+        got = self.data.readinto(memoryview(buffer)[LINE_ROOM:LINE_ROOM + self.block])
         return got, self.raw.tell()
 
     def _fill(self) -> bool:
@@ -326,6 +328,27 @@ class InThisThread(concurrent.futures.Executor):
         except BaseException as err:
             future.set_exception(err)
         return future
+
+
+def first_runs(path: str, settings: ReadSettings, end: int | None = None):
+    """(run table, compressed bytes read) of the first piece of the file at PATH: its lines before
+    decompressed offset END (None: the first block's), collapsed as the import collapses them, on this thread;
+    None when the file cannot be read or holds nothing (the import itself says why). A look at the input
+    before its import: how dense its run tables are (density.py), whether it is in order (sorted_input.py)."""
+    try:
+        reader = LineReader(path, settings.format, pool=None, block=end or CHUNK_BYTES)  # a block or so
+    except (InputFileError, *CORRUPT_ERRORS):
+        return None
+    try:
+        if reader.format == "empty":
+            return None
+        first_line, _, chunk = next(reader.lines_before(end))
+        runs = collapse_chunk(chunk, reader.format, path, first_line, settings.policy, settings.keep_years).runs
+        return runs, reader.compressed
+    except (StopIteration, *CORRUPT_ERRORS):
+        return None
+    finally:
+        reader.close()
 
 
 def collapsed_pieces(reader: LineReader, end: int | None, settings: ReadSettings):
