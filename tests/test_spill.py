@@ -72,6 +72,20 @@ def test_spilled_files_merge_in_passes_to_one_merge_of_everything(tmp_path, as_u
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
 
 
+def test_a_few_files_past_the_fan_in_are_merged_by_a_pass_over_the_smallest_alone(tmp_path, monkeypatch):
+    """MERGE_FANIN + 2 files whose keys interleave: a pass over the 3 smallest leaves MERGE_FANIN, which one
+    merge reads (a pass over the first MERGE_FANIN files rewrote nearly every row)."""
+    tables = [merge_runs(random_runs(2000 - 50 * i, seed=i)) for i in range(MERGE_FANIN + 2)]  # smallest last
+    refs = [runfiles.write_run_file(str(tmp_path), "runs", [t], 1 << 20, None) for t in tables]
+    passes = []
+    write = runfiles.write_run_file
+    monkeypatch.setattr(runfiles, "write_run_file", lambda *args: passes.append(write(*args)) or passes[-1])
+    pieces = list(runfiles.merged(str(tmp_path), "pass", refs, merge_runs, 1 << 20))
+    assert [run.rows for run in passes] == [merge_runs(pa.concat_tables(tables[-3:])).num_rows]
+    assert merge_runs(pa.concat_tables(pieces)).equals(merge_runs(pa.concat_tables(tables)))
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(r.path) for r in refs), "passes clean up"
+
+
 def test_a_spiller_given_only_empty_tables_writes_nothing(tmp_path):
     """A table with no rows (a worker's table of tokens all given before) is not held: a buffer of such
     tables once made flush slice its no rows by a step of none."""

@@ -55,7 +55,12 @@ class RunFile:
 
     def overlaps(self, lo, hi) -> bool:
         """Whether any key of the file is in [lo, hi) (None: unbounded)."""
-        return (lo is None or self.last >= lo) and (hi is None or self.first < hi)
+        return _overlap(self.first, self.last, lo, hi)
+
+
+def _overlap(first, last, lo, hi) -> bool:
+    """Whether keys from FIRST to LAST and the range [lo, hi) (None: unbounded) share any."""
+    return (lo is None or last >= lo) and (hi is None or first < hi)
 
 
 @functools.lru_cache(maxsize=16)
@@ -294,20 +299,30 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
     """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of about
     budget / MERGE_FANIN bytes.
 
-    While there are more files than MERGE_FANIN, groups of them are merged into
-    new run files named KIND (a pass, with COMPRESSION); the merge's own files are deleted once read.
+    While there are more files than MERGE_FANIN, the fewest rows that bring their number to one that full
+    groups of MERGE_FANIN then end at are merged into a new run file named KIND (with COMPRESSION), the files
+    of fewest rows in [lo, hi) first, again and again (the merge's own files are deleted once read): so 18
+    files become 16 by a merge of the smallest 3, where groups of 16 in turn rewrote nearly all of them.
     """
     runs, own, piece = sorted(runs, key=lambda run: run.path), set(), budget // MERGE_FANIN
     while len(runs) > MERGE_FANIN:
-        passed = []
-        for start in range(0, len(runs), MERGE_FANIN):
-            group = runs[start:start + MERGE_FANIN]
-            run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget,
-                                 compression)
-            passed += [run] if run is not None else []
-            for path in own.intersection(r.path for r in group):
-                _remove(path)
-        runs, own = passed, {run.path for run in passed}
+        runs.sort(key=lambda run: _rows_within(run, lo, hi))
+        # Each merge of k files leaves k - 1 fewer: the first takes what full groups cannot.
+        count = (len(runs) - 2) % (MERGE_FANIN - 1) + 2
+        group, runs = runs[:count], runs[count:]
+        run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget,
+                             compression)
+        for path in own.intersection(r.path for r in group):
+            _remove(path)
+            own.discard(path)
+        if run is not None:
+            runs.append(run)
+            own.add(run.path)
     yield from _gathered(_merge_files(runs, combine, lo, hi), piece)
     for path in own:
         _remove(path)
+
+
+def _rows_within(run: RunFile, lo, hi) -> int:
+    """The rows of the batches of RUN that hold keys in [lo, hi)."""
+    return sum(rows for first, last, rows in run.batches if _overlap(first, last, lo, hi))
