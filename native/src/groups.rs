@@ -58,19 +58,19 @@ pub fn merge_groups(
     for chunk in mask_chunks {
         firsts.push(firsts.last().unwrap() + chunk.len());
     }
-    let chunk_of = |row: usize| firsts.partition_point(|&first| first <= row) - 1;
     let mut chunk = 0; // the chunk of the last row looked up
     let mut span = |row: usize| {
         if row < firsts[chunk] || row >= firsts[chunk + 1] {
-            chunk = chunk_of(row);
+            chunk = firsts.partition_point(|&first| first <= row) - 1;
         }
         mask_chunks[chunk].get(row - firsts[chunk])
     };
     let row = |at: usize| order.map_or(at, |o| o[at] as usize);
     let offset = |len: usize| i32::try_from(len).map_err(|_| Unmade::TooLarge);
     // Rows in an order (a sort of shuffled rows) lie anywhere in buffers larger than the caches, and each
-    // look-up waited for memory (memmove of a key's bytes was a sixth of such a read stage's CPU): the rows
-    // AHEAD on are asked for first, their offsets and values twice as far on.
+    // look-up waited for memory (memmove of a key's bytes was a sixth of such a read stage's CPU): the key AHEAD
+    // rows on is asked for first, its offset and values twice as far on. (The year spans too cost a search of
+    // their chunks a row, more than they saved where the order is a merge of a few sorted pieces.)
     let fetch_ahead = |at: usize| {
         let Some(o) = order else { return };
         if let Some(&far) = o.get(at + 2 * AHEAD) {
@@ -78,16 +78,13 @@ pub fn merge_groups(
             prefetch::fetch(&keys.offsets[far]);
             prefetch::fetch(&matches[far]);
             prefetch::fetch(&volumes[far]);
-            let c = chunk_of(far);
-            prefetch::fetch(&mask_chunks[c].offsets[far - firsts[c]]);
         }
         if let Some(&near) = o.get(at + AHEAD) {
-            let near = near as usize;
-            let bytes_of =
-                |keys: &Keys, i: usize| keys.data.as_ptr().wrapping_add(keys.offsets[i] as usize);
-            let c = chunk_of(near);
-            prefetch::fetch(bytes_of(keys, near));
-            prefetch::fetch(bytes_of(&mask_chunks[c], near - firsts[c]));
+            prefetch::fetch(
+                keys.data
+                    .as_ptr()
+                    .wrapping_add(keys.offsets[near as usize] as usize),
+            );
         }
     };
     for (g, &start) in starts.iter().enumerate() {

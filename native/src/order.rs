@@ -77,7 +77,7 @@ const TOURNAMENT_PIECES: usize = 4;
 fn pieces(keys: &Keys) -> Vec<usize> {
     let n = keys.len();
     std::iter::once(0)
-        .chain((1..n).filter(|&i| key_order(keys.get(i - 1), keys.get(i)) == Ordering::Greater))
+        .chain((1..n).filter(|&i| keys.get(i - 1) > keys.get(i)))
         .chain(std::iter::once(n))
         .collect()
 }
