@@ -1,0 +1,31 @@
+"""The benchmark corpus's layouts (benchmarks/bench.py): the same rows, laid out as each layout says."""
+
+import itertools
+import os
+
+from isal import igzip
+
+from benchmarks.bench import corpus, data_files, shuffled_layout
+
+
+def _lines(path: str) -> list[bytes]:
+    with igzip.open(path, "rb") as fh:
+        return fh.read().splitlines()
+
+
+def test_the_shuffled_layout_holds_each_sorted_file_with_its_ngrams_out_of_order_and_their_rows_together(tmp_path):
+    path = corpus(str(tmp_path), 20_000)
+    shuffled_layout(path)
+    names = [os.path.basename(f) for f in data_files(path, "2012-shuffled")]
+    assert names == [os.path.basename(f) for f in data_files(path, "2012-sorted")] and names
+    for name in names:
+        ordered = _lines(os.path.join(path, "2012-sorted", name))
+        shuffled = _lines(os.path.join(path, "2012-shuffled", name))
+        assert sorted(shuffled) == sorted(ordered)
+        keys = [line.split(b"\t", 1)[0] for line in shuffled]
+        runs = [key for key, _ in itertools.groupby(keys)]
+        assert len(runs) == len(set(keys)), "each n-gram's rows together"
+        assert runs != sorted(runs), "n-grams out of order"
+        for key, rows in itertools.groupby(shuffled, key=lambda line: line.split(b"\t", 1)[0]):
+            years = [int(row.split(b"\t")[1]) for row in rows]
+            assert years == sorted(years), key
