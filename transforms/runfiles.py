@@ -299,9 +299,9 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
     """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of about
     budget / MERGE_FANIN bytes.
 
-    While there are more files than MERGE_FANIN, the fewest rows that bring their number to one that full
-    groups of MERGE_FANIN then end at are merged into a new run file named KIND (with COMPRESSION), the files
-    of fewest rows in [lo, hi) first, again and again (the merge's own files are deleted once read): so 18
+    While there are more files than MERGE_FANIN, the fewest files that bring their number to one that full
+    groups of MERGE_FANIN then end at are merged into a new run file named KIND (with COMPRESSION), those of
+    fewest rows in [lo, hi) first, again and again (the merge's own files are deleted once read): so 18
     files become 16 by a merge of the smallest 3, where groups of 16 in turn rewrote nearly all of them.
     """
     runs, own, piece = sorted(runs, key=lambda run: run.path), set(), budget // MERGE_FANIN
