@@ -172,9 +172,10 @@ class LineReader:
     """
 
     def __init__(self, path: str, forced_format: str | None, pool: concurrent.futures.Executor | None = _AHEAD,
-                 block: int = CHUNK_BYTES):
+                 block: int | None = None):
         self.path, self.pool = path, pool  # the pool also collapses the reader's pieces (collapsed_pieces)
-        self.block = block  # decompressed bytes read at once: less for a look at a file's beginning alone
+        # Decompressed bytes read at once (None: CHUNK_BYTES, looked up now): less for a look at a file's beginning.
+        self.block = block or CHUNK_BYTES
         self.data, self.raw = _open(path)
         self.buffer = BUFFERS.take()
         self.retired = []  # buffers the text has left, until no piece handed out is a view of them
@@ -336,7 +337,7 @@ def first_runs(path: str, settings: ReadSettings, end: int | None = None):
     None when the file cannot be read or holds nothing (the import itself says why). A look at the input
     before its import: how dense its run tables are (density.py), whether it is in order (sorted_input.py)."""
     try:
-        reader = LineReader(path, settings.format, pool=None, block=end or CHUNK_BYTES)  # a block or so
+        reader = LineReader(path, settings.format, pool=None, block=end)  # a block or so
     except (InputFileError, *CORRUPT_ERRORS):
         return None
     try:
