@@ -140,6 +140,9 @@ const ROW_BITS: u64 = (1 << 59) - 1;
 /// and keys of one length up to HEAD are equal; those longer (HEAD + 1) are sorted the same way from
 /// DEPTH + HEAD, their bytes looked up again (n-grams share a first word: 8 bytes left many ties).
 fn sort_from(keys: &Keys, rows: &mut [Headed], new_key: &mut [bool], depth: usize) {
+    if depth >= DEEPEST {
+        return sort_rest(keys, rows, new_key, depth);
+    }
     for headed in rows.iter_mut() {
         let row = headed.2 & ROW_BITS;
         let rest = &keys.get(row as usize)[depth..];
@@ -170,6 +173,26 @@ fn sort_from(keys: &Keys, rows: &mut [Headed], new_key: &mut [bool], depth: usiz
             );
         }
         at = end;
+    }
+}
+
+/// The depth in bytes past which `sort_from` compares the rest of the keys instead of going a head deeper:
+/// a line may be megabytes long, and a level of recursion for every 16 bytes of such keys could run out of
+/// the thread's stack.
+const DEEPEST: usize = 1 << 10;
+
+/// `sort_from` for keys that share DEPTH bytes and more: by their bytes from DEPTH, compared whole, then row.
+fn sort_rest(keys: &Keys, rows: &mut [Headed], new_key: &mut [bool], depth: usize) {
+    let rest = |headed: &Headed| &keys.get((headed.2 & ROW_BITS) as usize)[depth..];
+    rows.sort_unstable_by(|a, b| {
+        rest(a)
+            .cmp(rest(b))
+            .then((a.2 & ROW_BITS).cmp(&(b.2 & ROW_BITS)))
+    });
+    for at in 1..rows.len() {
+        if rest(&rows[at]) != rest(&rows[at - 1]) {
+            new_key[at] = true;
+        }
     }
 }
 
@@ -982,15 +1005,18 @@ pub(crate) mod tests {
     #[test]
     fn shuffled_keys_sort_in_byte_order_past_heads_and_nul_bytes() {
         // Keys of a few bytes (NUL among them, which pads a head) after shared prefixes of about one or
-        // two heads' length: keys that are others' prefixes, equal keys, keys that tie past a head.
+        // two heads' length, and one longer than DEEPEST: keys that are others' prefixes, equal keys, keys
+        // that tie past a head.
         let mut next = numbers(7);
         let bytes = ["a", "b", "\0", "\u{e9}", " "];
+        let long = "x".repeat(DEEPEST + 5); // past the depth from which the rest is compared whole
         let prefixes = [
             "",
             "of the ",
             "aaaaaaaaaaaaaaa",
             "aaaaaaaaaaaaaaaa b",
             "the \0\0\0 of the way to",
+            &long,
         ];
         for size in [2, 40, 1000, 5000] {
             let words: Vec<String> = (0..size)
