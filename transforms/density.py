@@ -11,7 +11,7 @@ the first chunk of a few files, read, parsed and collapsed as the import does,
 with the import's own settings (--keep-years, filters).
 """
 
-from ngramflow.transforms.lines import ReadSettings, first_runs
+from ngramflow.transforms.lines import ReadSettings, first_runs, spread
 
 #: Files sampled, spread evenly over the input's list; their densest sets the plan.
 SAMPLE_FILES = 8
@@ -26,6 +26,5 @@ def file_density(path: str, settings: ReadSettings) -> float | None:
 
 def input_density(files, settings: ReadSettings) -> float | None:
     """The largest density of up to SAMPLE_FILES of (path, size) ``files``, None if none could be read."""
-    step = max(1, len(files) // SAMPLE_FILES)
-    found = [d for path, _ in files[::step][:SAMPLE_FILES] if (d := file_density(path, settings)) is not None]
+    found = [d for path, _ in spread(files, SAMPLE_FILES) if (d := file_density(path, settings)) is not None]
     return max(found, default=None)

@@ -331,6 +331,12 @@ class InThisThread(concurrent.futures.Executor):
         return future
 
 
+def spread(files: list, count: int) -> list:
+    """Up to COUNT of FILES, spread evenly over their list from its first: the files a look before an import
+    reads (first_runs)."""
+    return files[::max(1, len(files) // count)][:count]
+
+
 def first_runs(path: str, settings: ReadSettings, end: int | None = None):
     """(run table, compressed bytes read) of the first piece of the file at PATH: its lines before
     decompressed offset END (None: the first block's), collapsed as the import collapses them, on this thread;

@@ -305,8 +305,9 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
     files become 16 by a merge of the smallest 3, where groups of 16 in turn rewrote nearly all of them.
     """
     runs, own, piece = sorted(runs, key=lambda run: run.path), set(), budget // MERGE_FANIN
+    within = {run.path: _rows_within(run, lo, hi) for run in runs} if len(runs) > MERGE_FANIN else {}
     while len(runs) > MERGE_FANIN:
-        runs.sort(key=lambda run: _rows_within(run, lo, hi))
+        runs.sort(key=lambda run: within[run.path])
         # Each merge of k files leaves k - 1 fewer: the first takes what full groups cannot.
         count = (len(runs) - 2) % (MERGE_FANIN - 1) + 2
         group, runs = runs[:count], runs[count:]
@@ -318,6 +319,7 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
         if run is not None:
             runs.append(run)
             own.add(run.path)
+            within[run.path] = run.rows  # a pass's file holds the range's keys alone
     yield from _gathered(_merge_files(runs, combine, lo, hi), piece)
     for path in own:
         _remove(path)
