@@ -8,8 +8,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from ngramflow.schemas import YEAR_MIN
+from ngramflow.schemas import NGRAMS, YEAR_MIN
 from ngramflow.transforms import columnar, native
+from ngramflow.transforms.checked import CountOverflow
+from ngramflow.transforms.merge import merge_runs
+from ngramflow.transforms.total import by_order, keep_frequent, ngram_tables, to_ngram_table
 
 #: Keys past a sort's head of 16 bytes (order.rs): ones that tie there, and one the others' prefix.
 LONG = ["of the united states", "of the united states of", "of the united kingdom", "of the united state"]
@@ -83,6 +86,37 @@ def test_merged_groups_are_their_first_keys_sums_and_year_sets_as_numpy_reduces_
         assert summed_m.tolist() == np.add.reduceat(matches[rows], starts).tolist()
         assert summed_v.tolist() == np.add.reduceat(volumes[rows], starts).tolist()
         assert years.to_pylist() == columnar.mask_array(np.bitwise_or.reduceat(masks[rows], starts, axis=0)).to_pylist()
+
+
+@pytest.mark.parametrize("min_count", [1, 3])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_ngram_tables_are_the_merged_runs_made_into_rows_and_taken_apart_by_order(min_count, shuffled):
+    """ngram_tables (native merge_ngrams: one pass) against the way of several: merge_runs, keep_frequent,
+    to_ngram_table and by_order, on run tables of n-grams of several orders, in sorted pieces or shuffled, the
+    same n-gram in several rows, in chunks."""
+    rng = np.random.default_rng(min_count + 10 * shuffled)
+    words = ["a", "b", "ab", "é", "the", "of the united states"]
+    ngrams = [" ".join(rng.choice(words, rng.integers(1, 5))) for _ in range(4000)]
+    masks = ((rng.random((4000, columnar.MASK_BYTES)) < 0.02) * rng.integers(0, 256, (4000, columnar.MASK_BYTES))
+             ).astype(np.uint8)
+    runs = pa.table({"ngram": pa.array(ngrams, pa.string()), "match": rng.integers(1, 4, 4000),
+                     "volume": rng.integers(1, 3, 4000), "years": columnar.mask_array(masks)})
+    if not shuffled:  # a few sorted pieces, as run files' heads are
+        runs = pa.concat_tables(runs.slice(start, 1000).sort_by("ngram") for start in range(0, 4000, 1000))
+    runs = pa.Table.from_batches(runs.to_batches(max_chunksize=700))
+    expected = [rows for _, rows in by_order(to_ngram_table(keep_frequent(merge_runs(runs), min_count)))]
+    got = ngram_tables(runs, min_count)
+    assert [t.schema for t in got] == [NGRAMS] * len(got)
+    assert [t.to_pylist() for t in got] == [t.to_pylist() for t in expected]
+    assert len(got) > 2 and all(t.num_rows for t in got)  # several orders, none empty
+
+
+def test_ngram_tables_name_the_n_gram_whose_sum_does_not_fit():
+    big = np.iinfo(np.int64).max
+    runs = pa.table({"ngram": ["a b", "a", "a b"], "match": [1, 1, 1], "volume": [big, 1, 1],
+                     "years": columnar.mask_array(np.zeros((3, columnar.MASK_BYTES), np.uint8))})
+    with pytest.raises(CountOverflow, match="volume_count of n-gram 'a b'"):
+        ngram_tables(runs, 1)
 
 
 def test_a_merged_sum_past_int64_gives_its_group_and_column():

@@ -7,6 +7,8 @@ n-gram, in vectorized code. ``LogStructuredMerge`` is a CombineFn that merges a
 key's tables with O(log n) merges per row (the vocabulary's token tables).
 """
 
+from typing import NoReturn
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 import pyarrow as pa
@@ -64,9 +66,7 @@ def merge_runs(runs: pa.Table) -> pa.Table:
     merged = native.merge_groups(keys, columnar.numpy(runs["match"]), columnar.numpy(runs["volume"]), runs["years"],
                                  order, starts)
     if len(merged) == 2:
-        group, column = merged
-        ngram = keys[int(native.first_rows(order, starts)[group])].as_py()
-        raise CountOverflow(too_large(f"{column}_count of n-gram {ngram!r}"))
+        overflowed(keys, order, starts, *merged)
     ngrams, matches, volumes, years = merged
     columns = [ngrams, pa.array(matches), pa.array(volumes), years]
     if keep_years:
@@ -75,6 +75,13 @@ def merge_runs(runs: pa.Table) -> pa.Table:
         parent, years, matches, volumes = columnar.explode_series(keys, runs["year_series"])
         columns.append(columnar.series_by_run(ids[parent], years, matches, volumes, len(starts)))
     return pa.Table.from_arrays(columns, schema=runs.schema)
+
+
+def overflowed(keys: pa.Array, order, starts, group: int, column: str) -> NoReturn:
+    """CountOverflow for the sum of COLUMN ("match" or "volume") of the GROUPth group of merge_order's
+    (ORDER, STARTS) over KEYS, named by its n-gram."""
+    ngram = keys[int(native.first_rows(order, starts)[group])].as_py()
+    raise CountOverflow(too_large(f"{column}_count of n-gram {ngram!r}"))
 
 
 class _Stack(list):

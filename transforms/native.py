@@ -124,22 +124,46 @@ def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return tuple(np.frombuffer(column, np.int16) for column in found)
 
 
+def _grouped(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, order: np.ndarray | None,
+             starts: np.ndarray) -> tuple:
+    """The arguments of the kernel's merges of groups (merge_groups, merge_ngrams), as it takes them."""
+    chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
+    return (*_string_buffers(keys), np.ascontiguousarray(matches, np.int64), np.ascontiguousarray(volumes, np.int64),
+            [_string_buffers(c) for c in chunks if len(c)],
+            None if order is None else np.ascontiguousarray(order, np.int64), np.ascontiguousarray(starts, np.int64))
+
+
+_SUMMED = ("match", "volume")  # the kernel's columns of a sum past int64, by number
+
+
 def merge_groups(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, order: np.ndarray | None,
                  starts: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray, pa.Array] | tuple[int, str]:
     """(each group's key, sums of MATCHES and VOLUMES, and OR of its year-set span masks (an array or chunked
     array): the merged rows of merge_order's (ORDER, STARTS) over string KEYS), or (the first group whose
     sum does not fit int64, "match" or "volume"): native/src/groups.rs, one pass over the groups."""
-    chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
-    found = _kernel.merge_groups(*_string_buffers(keys), np.ascontiguousarray(matches, np.int64),
-                                 np.ascontiguousarray(volumes, np.int64),
-                                 [_string_buffers(c) for c in chunks if len(c)],
-                                 None if order is None else np.ascontiguousarray(order, np.int64),
-                                 np.ascontiguousarray(starts, np.int64))
+    found = _kernel.merge_groups(*_grouped(keys, matches, volumes, masks, order, starts))
     if len(found) == 2:
         group, column = found
-        return group, ("match", "volume")[column]
+        return group, _SUMMED[column]
     key_offsets, key_bytes, sums_m, sums_v, mask_offsets, mask_bytes = found
     groups = len(starts)
     return (pa.Array.from_buffers(keys.type, groups, [None, pa.py_buffer(key_offsets), pa.py_buffer(key_bytes)]),
             np.frombuffer(sums_m, np.int64), np.frombuffer(sums_v, np.int64),
             pa.Array.from_buffers(masks.type, groups, [None, pa.py_buffer(mask_offsets), pa.py_buffer(mask_bytes)]))
+
+
+def merge_ngrams(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, order: np.ndarray | None,
+                 starts: np.ndarray, min_count: int) -> list[tuple] | tuple[int, str]:
+    """merge_groups' rows of at least MIN_COUNT matches as n-gram rows, each order's apart: [(order, n-grams,
+    matches, volumes, first years, last years, years)] of each order present, ascending, each order's rows in
+    the groups' order (int64 sums, int16 years as mask_stats counts them), or (the first group whose sum does
+    not fit int64, "match" or "volume"): native/src/groups.rs, one pass over the groups."""
+    found = _kernel.merge_ngrams(*_grouped(keys, matches, volumes, masks, order, starts), min_count)
+    if isinstance(found, tuple):
+        group, column = found
+        return group, _SUMMED[column]
+    return [(order, pa.Array.from_buffers(keys.type, len(sums_m) // 8,
+                                          [None, pa.py_buffer(key_offsets), pa.py_buffer(key_bytes)]),
+             *(np.frombuffer(column, np.int64) for column in (sums_m, sums_v)),
+             *(np.frombuffer(column, np.int16) for column in (first, last, years)))
+            for order, key_offsets, key_bytes, sums_m, sums_v, first, last, years in found]

@@ -8,7 +8,7 @@ anything that grows with the input goes through files instead:
                    keys) and writes it as one Arrow IPC file; a RunFile describes it
     AscendingRuns  tables each sorted, sharing no key -> run files as the tables come: no
                    buffer, no merge
-    merged         run files -> their combined rows in key order, as tables of about
+    merged         run files -> their combined rows in key order, as tables of at most about
                    budget / MERGE_FANIN bytes, optionally only the keys in [lo, hi): a streaming
                    k-way merge that reads each file one record batch at a time; more files
                    than MERGE_FANIN are first merged in passes
@@ -265,39 +265,43 @@ class _Cursor:
         return head
 
 
-def _merge_files(runs: list[RunFile], combine, lo, hi):
-    """The combined rows of run files with keys in [lo, hi), in key order, as a sequence of tables.
-
-    Each step takes, from every file's current batch, the rows up to the smallest
-    last key among those batches: no row of any such key is left unread (each
-    file is sorted and holds a key once), so the step's combine is final.
-    """
+def _merge_steps(runs: list[RunFile], lo, hi):
+    """The rows of run files with keys in [lo, hi), in key order, as steps: each a table of the sorted pieces
+    that every file's current batch holds up to the smallest last key among those batches. No row of any
+    such key is left unread (each file is sorted and holds a key once), so a step's combine is final."""
     cursors = [c for c in (_Cursor(run, lo, hi) for run in runs) if c.batch is not None]
     while cursors:
         bound = min(c.last_key() for c in cursors)
         heads = [c.take_through(bound) for c in cursors]
-        yield combine(pa.Table.from_batches([h for h in heads if h.num_rows]))
+        yield pa.Table.from_batches([h for h in heads if h.num_rows])
         cursors = [c for c in cursors if c.batch is not None]
 
 
 def _gathered(tables, nbytes: int):
-    """Consecutive tables concatenated until they hold NBYTES: a merge step can be a few rows, and each
-    table becomes a record batch of a run file or an element downstream."""
+    """Consecutive tables held until they hold NBYTES, then handed over as one (its chunks theirs: no copy): a
+    merge step can be a few rows, and each combine is a call of its own."""
     held, size = [], 0
     for table in tables:
         held.append(table)
         size += table.nbytes
         if size >= nbytes:
-            yield pa.concat_tables(held).combine_chunks()
+            yield pa.concat_tables(held)
             held, size = [], 0
     if held:
-        yield pa.concat_tables(held).combine_chunks()
+        yield pa.concat_tables(held)
+
+
+def _merge_files(runs: list[RunFile], combine, lo, hi, nbytes: int):
+    """The combined rows of run files with keys in [lo, hi), in key order: COMBINE of about NBYTES of merge
+    steps at a time."""
+    return map(combine, _gathered(_merge_steps(runs, lo, hi), nbytes))
 
 
 def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo=None, hi=None,
-           compression=SPILL_COMPRESSION):
-    """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of about
-    budget / MERGE_FANIN bytes.
+           compression=SPILL_COMPRESSION, last=None):
+    """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of at most about
+    budget / MERGE_FANIN bytes; with LAST, what LAST makes of each such table of rows before COMBINE (the
+    final merge's own combine: n-gram tables by order, where the passes' files need run rows).
 
     While there are more files than MERGE_FANIN, the fewest files that bring their number to one that full
     groups of MERGE_FANIN then end at are merged into a new run file named KIND (with COMPRESSION), those of
@@ -311,8 +315,7 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
         # Each merge of k files leaves k - 1 fewer: the first takes what full groups cannot.
         count = (len(runs) - 2) % (MERGE_FANIN - 1) + 2
         group, runs = runs[:count], runs[count:]
-        run = write_run_file(folder, kind, _gathered(_merge_files(group, combine, lo, hi), piece), budget,
-                             compression)
+        run = write_run_file(folder, kind, _merge_files(group, combine, lo, hi, piece), budget, compression)
         for path in own.intersection(r.path for r in group):
             _remove(path)
             own.discard(path)
@@ -320,7 +323,7 @@ def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo
             runs.append(run)
             own.add(run.path)
             within[run.path] = run.rows  # a pass's file holds the range's keys alone
-    yield from _gathered(_merge_files(runs, combine, lo, hi), piece)
+    yield from _merge_files(runs, last or combine, lo, hi, piece)
     for path in own:
         _remove(path)
 

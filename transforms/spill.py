@@ -18,6 +18,7 @@ small records do (transforms/runfiles.py):
 """
 
 import concurrent.futures
+import functools
 import math
 import threading
 import weakref
@@ -34,7 +35,7 @@ from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import SPILL_COMPRESSION, release_freed_memory
-from ngramflow.transforms.total import files_by_order, keep_frequent, order_totals, to_ngram_table
+from ngramflow.transforms.total import ngram_tables, order_totals, part_name
 from ngramflow.transforms.vocabulary import TokenRuns
 
 #: Tagged outputs of MergeRange besides the part-file records.
@@ -105,21 +106,22 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
     index, _, lo, hi, runs = planned
     totals, parts, token_runs = {}, {}, []
     with StreamedTables(root, schema) as files:
-        for piece in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression):
-            ngrams = to_ngram_table(keep_frequent(piece, min_count))
-            if not ngrams.num_rows:
+        last = functools.partial(ngram_tables, min_count=min_count)
+        for tables in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression, last=last):
+            if not tables:
                 continue
             orders = set()
-            for name, rows in files_by_order(index, ngrams):
-                files.write(name, rows)
+            for rows in tables:
                 ((order, counts),) = order_totals(rows)
+                name = part_name(order, index)
+                files.write(name, rows)
                 orders.add(order)
                 totals[order] = tuple(a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts))
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
             # A table of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
-            token_runs += tokens.add(ngrams, unigrams=orders == {1})
+            token_runs += tokens.add(pa.concat_tables(tables), unigrams=orders == {1})
     return list(parts.values()), totals, token_runs
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ngramflow.schemas import layout, ngrams_schema
+from ngramflow.schemas import NGRAMS, layout, ngrams_schema
 from ngramflow.transforms import checked, columnar, native
-from ngramflow.transforms.merge import merge_runs, record_bytes
+from ngramflow.transforms.merge import merge_runs, overflowed, record_bytes
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.sizing import PIECES_PER_RANGE, range_bytes, range_sample_every
 
@@ -49,6 +49,26 @@ def to_ngram_table(totals: pa.Table, order: int | None = None) -> pa.Table:
     if keep_years:
         columns.append(totals["year_series"])
     return pa.Table.from_arrays(columns, schema=ngrams_schema(keep_years))
+
+
+def ngram_tables(runs: pa.Table, min_count: int) -> list[pa.Table]:
+    """Run tables -> one table of schemas.NGRAMS rows of at least MIN_COUNT matches per order present,
+    ascending, each sorted by n-gram: what merge_runs, keep_frequent, to_ngram_table and by_order make of
+    them, in one pass of the kernel over the merged rows (native.merge_ngrams), where those were a pass and a
+    copy of every row each. Runs with year series take that way."""
+    if "year_series" in runs.column_names:
+        return [rows for _, rows in by_order(to_ngram_table(keep_frequent(merge_runs(runs), min_count)))]
+    if not runs.num_rows:
+        return []
+    keys = columnar.whole(runs["ngram"])
+    order, starts = native.merge_order(keys)
+    found = native.merge_ngrams(keys, columnar.numpy(runs["match"]), columnar.numpy(runs["volume"]), runs["years"],
+                                order, starts, min_count)
+    if isinstance(found, tuple):
+        overflowed(keys, order, starts, *found)
+    return [pa.Table.from_arrays([ngrams, pa.array(np.full(len(ngrams), n, np.int8)), *map(pa.array, columns)],
+                                 schema=NGRAMS)
+            for n, ngrams, *columns in found]
 
 
 class SpreadPieces(beam.DoFn):
@@ -164,7 +184,12 @@ def by_order(ngrams: pa.Table, orders: np.ndarray | None = None):
 def files_by_order(shard: int, ngrams: pa.Table):
     """(output name, rows) for each order present in one shard's table (by_order)."""
     for order, rows in by_order(ngrams):
-        yield layout.part(layout.ngrams_folder(order), shard), rows
+        yield part_name(order, shard), rows
+
+
+def part_name(order: int, shard: int) -> str:
+    """The output name of a shard's part file of ORDER's n-grams."""
+    return layout.part(layout.ngrams_folder(order), shard)
 
 
 class SumOrderTotals(beam.PTransform):

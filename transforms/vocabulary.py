@@ -51,7 +51,9 @@ def distinct_tokens(ngrams: pa.Table, unigrams: bool = False, recent: native.Rec
         return pa.table([ngrams["ngram"], ngrams["match_count"], ngrams["volume_count"]], schema=TOKENS)
     tokens, rows = native.distinct_tokens(columnar.whole(ngrams["ngram"]), recent)
     row = pa.array(rows, mask=rows < 0)  # each token's unigram row, or null
-    return pa.table([tokens, ngrams["match_count"].take(row), ngrams["volume_count"].take(row)], schema=TOKENS)
+    # Each column whole first: a take from a chunked array looks up each row's chunk.
+    counts = (columnar.whole(ngrams[column]).take(row) for column in ("match_count", "volume_count"))
+    return pa.table([tokens, *counts], schema=TOKENS)
 
 
 def merge_tokens(table: pa.Table) -> pa.Table:

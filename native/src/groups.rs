@@ -4,7 +4,7 @@
 //! looking up every row again through the merge's order.)
 
 use crate::masks;
-use crate::order::Keys;
+use crate::order::{self, Keys};
 use crate::prefetch;
 use crate::runs::MASK_BYTES;
 
@@ -28,6 +28,13 @@ pub enum Unmade {
     TooLarge,
 }
 
+/// A group's year set as `each_group` hands it over: a group of one row's span as it lies, or the OR
+/// of its rows' spans as a whole mask.
+enum Years<'a> {
+    Span(&'a [u8]),
+    Mask(&'a [u8; MASK_BYTES]),
+}
+
 /// The merged row of each group of rows: group g holds the rows at positions `starts[g]` up to the
 /// next start (the last: up to the rows' count) of `order` (None: the rows themselves), whose keys
 /// are equal. Its key is its first row's; its matches and volumes the sums of its rows'; its year
@@ -41,7 +48,6 @@ pub fn merge_groups(
     order: Option<&[i64]>,
     starts: &[i64],
 ) -> Result<Merged, Unmade> {
-    let rows = keys.len();
     let groups = starts.len();
     let mut merged = Merged {
         key_offsets: Vec::with_capacity(groups + 1),
@@ -53,24 +59,209 @@ pub fn merge_groups(
     };
     merged.key_offsets.push(0);
     merged.mask_offsets.push(0);
-    let mut firsts = Vec::with_capacity(mask_chunks.len() + 1); // each chunk's first row, then the end
-    firsts.push(0usize);
-    for chunk in mask_chunks {
-        firsts.push(firsts.last().unwrap() + chunk.len());
-    }
-    let mut chunk = 0; // the chunk of the last row looked up
-    let mut span = |row: usize| {
-        if row < firsts[chunk] || row >= firsts[chunk + 1] {
-            chunk = firsts.partition_point(|&first| first <= row) - 1;
+    each_group(
+        keys,
+        matches,
+        volumes,
+        mask_chunks,
+        order,
+        starts,
+        |head, m, v, years| {
+            merged.key_bytes.extend_from_slice(keys.get(head));
+            merged.key_offsets.push(offset(merged.key_bytes.len())?);
+            merged.matches.push(m);
+            merged.volumes.push(v);
+            match years {
+                Years::Span(span) => merged.mask_bytes.extend_from_slice(span),
+                Years::Mask(mask) => masks::push_span(mask, &mut merged.mask_bytes),
+            }
+            merged.mask_offsets.push(offset(merged.mask_bytes.len())?);
+            Ok(())
+        },
+    )?;
+    Ok(merged)
+}
+
+/// The rows of one order of n-gram table (schemas.NGRAMS but the order, which is the same in every row),
+/// as Arrow lays them out.
+#[derive(Default)]
+pub struct OrderRows {
+    pub key_offsets: Vec<i32>,
+    pub key_bytes: Vec<u8>,
+    pub matches: Vec<i64>,
+    pub volumes: Vec<i64>,
+    pub first: Vec<i16>,
+    pub last: Vec<i16>,
+    pub years: Vec<i16>,
+}
+
+impl OrderRows {
+    /// Room for ROWS rows of KEY_BYTES bytes of keys at most, the most one order can have: grown by doubling,
+    /// the columns were copied about once more (a tenth of the merge's time), where room never written is
+    /// address space only, and Owned::wrap gives back what is left.
+    fn for_at_most(rows: usize, key_bytes: usize) -> Self {
+        let mut key_offsets = Vec::with_capacity(rows + 1);
+        key_offsets.push(0);
+        OrderRows {
+            key_offsets,
+            key_bytes: Vec::with_capacity(key_bytes),
+            matches: Vec::with_capacity(rows),
+            volumes: Vec::with_capacity(rows),
+            first: Vec::with_capacity(rows),
+            last: Vec::with_capacity(rows),
+            years: Vec::with_capacity(rows),
         }
-        mask_chunks[chunk].get(row - firsts[chunk])
-    };
+    }
+}
+
+/// The groups merged as `merge_groups` merges them, made into n-gram rows, those of at least MIN_COUNT
+/// matches, each order's apart: (order, its rows in the groups' order) of each order present, ascending. An n-gram's order is its spaces and
+/// one (at most 127, as order::orders); its year set becomes its first year, last year and number of
+/// years (masks::stats). The rows of the final merge of run files, in one pass over the groups: where
+/// merging, then finding each row's order and years, and then taking each order's rows were a pass and a
+/// copy of every row each.
+pub fn merge_ngrams(
+    keys: &Keys,
+    matches: &[i64],
+    volumes: &[i64],
+    mask_chunks: &[Keys],
+    order: Option<&[i64]>,
+    starts: &[i64],
+    min_count: i64,
+) -> Result<Vec<(u8, OrderRows)>, Unmade> {
+    let mut orders: Vec<OrderRows> = Vec::new();
+    each_group(
+        keys,
+        matches,
+        volumes,
+        mask_chunks,
+        order,
+        starts,
+        |head, m, v, years| {
+            if m < min_count {
+                return Ok(());
+            }
+            let (start, end) = (keys.offsets[head] as usize, keys.offsets[head + 1] as usize);
+            let n = (order::spaces(keys.data, start, end) + 1).min(127);
+            if orders.len() <= n {
+                orders.resize_with(n + 1, OrderRows::default);
+            }
+            let rows = &mut orders[n];
+            if rows.key_offsets.is_empty() {
+                *rows = OrderRows::for_at_most(starts.len(), keys.data.len());
+            }
+            rows.key_bytes.extend_from_slice(&keys.data[start..end]);
+            rows.key_offsets.push(offset(rows.key_bytes.len())?);
+            rows.matches.push(m);
+            rows.volumes.push(v);
+            let (first, last, count) = match years {
+                Years::Span(span) => masks::span_stats(span),
+                Years::Mask(mask) => masks::mask_stats(mask),
+            };
+            rows.first.push(first);
+            rows.last.push(last);
+            rows.years.push(count);
+            Ok(())
+        },
+    )?;
+    Ok(orders
+        .into_iter()
+        .enumerate()
+        .filter(|(_, rows)| !rows.matches.is_empty())
+        .map(|(n, rows)| (n as u8, rows))
+        .collect())
+}
+
+fn offset(len: usize) -> Result<i32, Unmade> {
+    i32::try_from(len).map_err(|_| Unmade::TooLarge)
+}
+
+/// Whether ORDER is one of rows in little order, sorted whole, rather than a merge of sorted pieces: in a
+/// merge, most rows of its first SAMPLE follow their piece's row before them a few positions earlier (as
+/// many as there are pieces, at most), and in a sort of shuffled rows hardly any do.
+fn scattered(order: &[i64]) -> bool {
+    const SAMPLE: usize = 1 << 10;
+    const BEHIND: usize = 1 << 6;
+    let sample = &order[..order.len().min(SAMPLE)];
+    let following = (1..sample.len())
+        .filter(|&at| sample[at.saturating_sub(BEHIND)..at].contains(&(sample[at] - 1)))
+        .count();
+    following < sample.len() / 2
+}
+
+/// Rows' year spans, which lie in consecutive chunks of one column, found by row.
+struct Spans<'a, 'b> {
+    chunks: &'a [Keys<'b>],
+    /// Each chunk's first row, then the rows' count.
+    firsts: Vec<usize>,
+    /// Each row's chunk, for rows looked up in a scattered order (else empty, as for one chunk): a search of
+    /// the chunks for each row cost more than asking for its span ahead saved.
+    chunk_of: Vec<u16>,
+    /// The chunk of the row looked up last, where rows come as they are.
+    last: std::cell::Cell<usize>,
+}
+
+impl<'a, 'b> Spans<'a, 'b> {
+    fn new(chunks: &'a [Keys<'b>], scattered: bool) -> Self {
+        let mut firsts = Vec::with_capacity(chunks.len() + 1);
+        firsts.push(0usize);
+        for chunk in chunks {
+            firsts.push(firsts.last().unwrap() + chunk.len());
+        }
+        let mut chunk_of = Vec::new();
+        if scattered && chunks.len() > 1 && chunks.len() <= 1 << 16 {
+            chunk_of.reserve_exact(*firsts.last().unwrap());
+            for (k, chunk) in chunks.iter().enumerate() {
+                chunk_of.extend(std::iter::repeat_n(k as u16, chunk.len()));
+            }
+        }
+        Spans {
+            chunks,
+            firsts,
+            chunk_of,
+            last: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The chunk that holds ROW's span, and its place there.
+    #[inline(always)]
+    fn place(&self, row: usize) -> (&'a Keys<'b>, usize) {
+        let k = match self.chunks.len() {
+            1 => 0,
+            _ if !self.chunk_of.is_empty() => self.chunk_of[row] as usize,
+            _ => {
+                let mut k = self.last.get();
+                if row < self.firsts[k] || row >= self.firsts[k + 1] {
+                    k = self.firsts.partition_point(|&first| first <= row) - 1;
+                    self.last.set(k);
+                }
+                k
+            }
+        };
+        (&self.chunks[k], row - self.firsts[k])
+    }
+}
+
+/// Each group's merged row handed to TAKE, in the groups' order: (its first row, whose key is the group's,
+/// its sums, its year set).
+fn each_group(
+    keys: &Keys,
+    matches: &[i64],
+    volumes: &[i64],
+    mask_chunks: &[Keys],
+    order: Option<&[i64]>,
+    starts: &[i64],
+    mut take: impl FnMut(usize, i64, i64, Years) -> Result<(), Unmade>,
+) -> Result<(), Unmade> {
+    let rows = keys.len();
+    let scattered = order.is_some_and(scattered);
+    let spans = Spans::new(mask_chunks, scattered);
     let row = |at: usize| order.map_or(at, |o| o[at] as usize);
-    let offset = |len: usize| i32::try_from(len).map_err(|_| Unmade::TooLarge);
     // Rows in an order (a sort of shuffled rows) lie anywhere in buffers larger than the caches, and each
     // look-up waited for memory (memmove of a key's bytes was a sixth of such a read stage's CPU): the key AHEAD
-    // rows on is asked for first, its offset and values twice as far on. (The year spans too cost a search of
-    // their chunks a row, more than they saved where the order is a merge of a few sorted pieces.)
+    // rows on is asked for first, its offset and values twice as far on; so is its year span, where the order
+    // is scattered (1.58M shuffled rows in 42 chunks: 208-224 -> 131-143 ms), not where it merges sorted pieces
+    // (the same rows as 42 sorted pieces: 65 -> 77 ms).
     let fetch_ahead = |at: usize| {
         let Some(o) = order else { return };
         if let Some(&far) = o.get(at + 2 * AHEAD) {
@@ -78,14 +269,23 @@ pub fn merge_groups(
             prefetch::fetch(&keys.offsets[far]);
             prefetch::fetch(&matches[far]);
             prefetch::fetch(&volumes[far]);
+            if scattered {
+                let (chunk, at) = spans.place(far);
+                prefetch::fetch(&chunk.offsets[at]);
+            }
         }
         if let Some(&near) = o.get(at + AHEAD) {
-            prefetch::fetch(
-                keys.data
-                    .as_ptr()
-                    .wrapping_add(keys.offsets[near as usize] as usize),
-            );
+            let near = near as usize;
+            prefetch::fetch(keys.data.as_ptr().wrapping_add(keys.offsets[near] as usize));
+            if scattered {
+                let (chunk, at) = spans.place(near);
+                prefetch::fetch(chunk.data.as_ptr().wrapping_add(chunk.offsets[at] as usize));
+            }
         }
+    };
+    let span = |row: usize| {
+        let (chunk, at) = spans.place(row);
+        chunk.get(at)
     };
     for (g, &start) in starts.iter().enumerate() {
         let (first, end) = (
@@ -94,13 +294,9 @@ pub fn merge_groups(
         );
         fetch_ahead(first);
         let head = row(first);
-        merged.key_bytes.extend_from_slice(keys.get(head));
-        merged.key_offsets.push(offset(merged.key_bytes.len())?);
         if end == first + 1 {
             // A group of one row, most of a merge's: its values and span as they are.
-            merged.matches.push(matches[head]);
-            merged.volumes.push(volumes[head]);
-            merged.mask_bytes.extend_from_slice(span(head));
+            take(head, matches[head], volumes[head], Years::Span(span(head)))?;
         } else {
             let (mut m, mut v) = (0i64, 0i64);
             let mut mask = [0u8; MASK_BYTES];
@@ -110,18 +306,16 @@ pub fn merge_groups(
                 v = v.checked_add(volumes[r]).ok_or(Unmade::Overflow(g, 1))?;
                 masks::or_into(span(r), &mut mask);
             }
-            merged.matches.push(m);
-            merged.volumes.push(v);
-            masks::push_span(&mask, &mut merged.mask_bytes);
+            take(head, m, v, Years::Mask(&mask))?;
         }
-        merged.mask_offsets.push(offset(merged.mask_bytes.len())?);
     }
-    Ok(merged)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fields::YEAR_MIN;
 
     const ROWS: [i32; 5] = [0, 1, 2, 3, 4];
 
@@ -207,5 +401,163 @@ mod tests {
                 _ => panic!("no overflow named"),
             }
         }
+    }
+
+    /// A column of spans laid out as Arrow does, from each span's bytes.
+    fn column(spans: &[Vec<u8>]) -> (Vec<i32>, Vec<u8>) {
+        let mut offsets = vec![0];
+        let mut data = Vec::new();
+        for span in spans {
+            data.extend_from_slice(span);
+            offsets.push(data.len() as i32);
+        }
+        (offsets, data)
+    }
+
+    #[test]
+    fn n_gram_rows_come_apart_by_order_with_their_years_and_the_rare_ones_left_out() {
+        // Keys in key order through ORDER: "a" (rows 1, 4), "a b" (0, 3), "b" (5), "c d e" (2).
+        let (offsets, data) = column(&[
+            b"a b".to_vec(),
+            b"a".to_vec(),
+            b"c d e".to_vec(),
+            b"a b".to_vec(),
+            b"a".to_vec(),
+            b"b".to_vec(),
+        ]);
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        // Years: row 0 bit 0, row 3 bit 9, row 1 bits 1 and 2, row 4 bit 2, rows 2 and 5 bit 20.
+        let (span_offsets, span_data) = column(&[
+            vec![0, 0b1],
+            vec![0, 0b110],
+            vec![2, 0b1_0000],
+            vec![1, 0b10],
+            vec![0, 0b100],
+            vec![2, 0b1_0000],
+        ]);
+        let spans = Keys {
+            offsets: &span_offsets,
+            data: &span_data,
+        };
+        let order = [1, 4, 0, 3, 5, 2];
+        let matches = [5, 1, 7, 6, 2, 1];
+        let volumes = [1, 1, 1, 1, 1, 1];
+        let Ok(orders) = merge_ngrams(
+            &keys,
+            &matches,
+            &volumes,
+            &[spans],
+            Some(&order),
+            &[0, 2, 4, 5],
+            2,
+        ) else {
+            panic!("not merged")
+        };
+        // "b" (1 match) is left out; "c d e" (7) and "a" (3), "a b" (11) stay, each order apart.
+        let year = |bit: i16| YEAR_MIN as i16 + bit;
+        let found: Vec<_> = orders
+            .iter()
+            .map(|(n, rows)| {
+                (
+                    *n,
+                    rows.key_offsets.clone(),
+                    rows.key_bytes.clone(),
+                    rows.matches.clone(),
+                    rows.first.clone(),
+                    rows.last.clone(),
+                    rows.years.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (
+                    1,
+                    vec![0, 1],
+                    b"a".to_vec(),
+                    vec![3],
+                    vec![year(1)],
+                    vec![year(2)],
+                    vec![2]
+                ),
+                (
+                    2,
+                    vec![0, 3],
+                    b"a b".to_vec(),
+                    vec![11],
+                    vec![year(0)],
+                    vec![year(9)],
+                    vec![2]
+                ),
+                (
+                    3,
+                    vec![0, 5],
+                    b"c d e".to_vec(),
+                    vec![7],
+                    vec![year(20)],
+                    vec![year(20)],
+                    vec![1]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_scattered_order_finds_each_rows_years_in_their_chunks() {
+        // Rows in little order (more than `scattered` looks at), their spans in chunks of uneven lengths:
+        // merged as they are in one column.
+        let mut next = crate::order::tests::numbers(5);
+        let rows = 3000;
+        let spans: Vec<Vec<u8>> = (0..rows)
+            .map(|_| vec![(next() % 80) as u8, 1 + (next() % 255) as u8])
+            .collect();
+        let (key_offsets, key_data) = column(
+            &(0..rows)
+                .map(|row| format!("{row:05}").into_bytes())
+                .collect::<Vec<_>>(),
+        );
+        let keys = Keys {
+            offsets: &key_offsets,
+            data: &key_data,
+        };
+        let mut order: Vec<i64> = (0..rows as i64).collect();
+        for at in (1..rows).rev() {
+            order.swap(at, next() % (at + 1));
+        }
+        assert!(scattered(&order));
+        let starts: Vec<i64> = (0..rows as i64).collect();
+        let values = vec![1i64; rows];
+        let (whole_offsets, whole_data) = column(&spans);
+        let whole = [Keys {
+            offsets: &whole_offsets,
+            data: &whole_data,
+        }];
+        let cuts = [0, 1, 700, 701, 2048, rows];
+        let pieces: Vec<_> = cuts
+            .windows(2)
+            .map(|w| column(&spans[w[0]..w[1]]))
+            .collect();
+        let chunks: Vec<Keys> = pieces
+            .iter()
+            .map(|(offsets, data)| Keys { offsets, data })
+            .collect();
+        let merged = |masks: &[Keys]| match merge_groups(
+            &keys,
+            &values,
+            &values,
+            masks,
+            Some(&order),
+            &starts,
+        ) {
+            Ok(m) => (m.key_bytes, m.mask_offsets, m.mask_bytes),
+            Err(_) => panic!("not merged"),
+        };
+        assert_eq!(merged(&chunks), merged(&whole));
+        let sorted: Vec<i64> = (0..rows as i64).collect();
+        assert!(!scattered(&sorted));
     }
 }

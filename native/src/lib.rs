@@ -459,38 +459,19 @@ fn merge_groups<'py>(
     mask_chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
     order: Option<PyBuffer<i64>>,
     starts: PyBuffer<i64>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let buffers = mask_chunks
-        .iter()
-        .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
-        .collect::<PyResult<Vec<_>>>()?;
-    let spans: Vec<order::Keys> = buffers
-        .iter()
-        .map(|(offsets, data)| order::Keys { offsets, data })
-        .collect();
-    let (matches, volumes) = (int64s(&matches)?, int64s(&volumes)?);
-    let order = order.as_ref().map(int64s).transpose()?;
-    let starts = int64s(&starts)?;
-    let merged = with_keys(&offsets, &data, |keys| {
-        let rows = keys.len();
-        let fit = matches.len() == rows
-            && volumes.len() == rows
-            && spans.iter().all(|c| c.valid() && masks::valid(c))
-            && spans.iter().map(order::Keys::len).sum::<usize>() == rows
-            && groups_fit(order, starts, rows, rows.max(1));
-        fit.then(|| {
-            py.allow_threads(|| groups::merge_groups(keys, matches, volumes, &spans, order, starts))
-        })
-    })?;
-    match merged {
-        None => Err(PyValueError::new_err(
-            "merge_groups: keys, counts, masks, order and starts disagree",
-        )),
-        Some(Err(groups::Unmade::Overflow(group, column))) => PyTuple::new(py, [group, column]),
-        Some(Err(groups::Unmade::TooLarge)) => Err(PyValueError::new_err(
-            "merge_groups: the merged column passes int32 offsets",
-        )),
-        Some(Ok(m)) => PyTuple::new(
+) -> PyResult<Bound<'py, PyAny>> {
+    let columns = Grouped::new(
+        &offsets,
+        &data,
+        &matches,
+        &volumes,
+        &mask_chunks,
+        &order,
+        &starts,
+    )?;
+    match columns.merge(py, "merge_groups", groups::merge_groups)? {
+        Err(overflow) => Ok(PyTuple::new(py, overflow)?.into_any()),
+        Ok(m) => Ok(PyTuple::new(
             py,
             [
                 Owned::wrap(py, m.key_offsets)?,
@@ -500,7 +481,151 @@ fn merge_groups<'py>(
                 Owned::wrap(py, m.mask_offsets)?,
                 Owned::wrap(py, m.mask_bytes)?,
             ],
-        ),
+        )?
+        .into_any()),
+    }
+}
+
+/// merge_ngrams(offsets, data, matches, volumes, mask_chunks, order, starts, min_count) -> [(order, key
+/// offsets, key bytes, matches, volumes, first years, last years, years)], or (group, column) of a sum past
+/// int64
+///
+/// merge_groups' rows of at least MIN_COUNT matches as n-gram rows, each order present apart, ascending
+/// (groups.rs): int16 years.
+#[pyfunction]
+#[pyo3(signature = (offsets, data, matches, volumes, mask_chunks, order, starts, min_count))]
+#[allow(clippy::too_many_arguments)]
+fn merge_ngrams<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+    matches: PyBuffer<i64>,
+    volumes: PyBuffer<i64>,
+    mask_chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
+    order: Option<PyBuffer<i64>>,
+    starts: PyBuffer<i64>,
+    min_count: i64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let columns = Grouped::new(
+        &offsets,
+        &data,
+        &matches,
+        &volumes,
+        &mask_chunks,
+        &order,
+        &starts,
+    )?;
+    let merge = |keys: &order::Keys,
+                 matches: &[i64],
+                 volumes: &[i64],
+                 spans: &[order::Keys],
+                 order: Option<&[i64]>,
+                 starts: &[i64]| {
+        groups::merge_ngrams(keys, matches, volumes, spans, order, starts, min_count)
+    };
+    match columns.merge(py, "merge_ngrams", merge)? {
+        Err(overflow) => Ok(PyTuple::new(py, overflow)?.into_any()),
+        Ok(orders) => {
+            let parts = orders
+                .into_iter()
+                .map(|(n, rows)| {
+                    PyTuple::new(
+                        py,
+                        [
+                            n.into_pyobject(py)?.into_any(),
+                            Owned::wrap(py, rows.key_offsets)?,
+                            Owned::wrap(py, rows.key_bytes)?,
+                            Owned::wrap(py, rows.matches)?,
+                            Owned::wrap(py, rows.volumes)?,
+                            Owned::wrap(py, rows.first)?,
+                            Owned::wrap(py, rows.last)?,
+                            Owned::wrap(py, rows.years)?,
+                        ],
+                    )
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(pyo3::types::PyList::new(py, parts)?.into_any())
+        }
+    }
+}
+
+/// The buffers of a merge of groups (merge_groups, merge_ngrams), borrowed from Python's.
+struct Grouped<'a> {
+    offsets: &'a PyBuffer<i8>,
+    data: &'a PyBuffer<i8>,
+    matches: &'a [i64],
+    volumes: &'a [i64],
+    spans: Vec<(std::borrow::Cow<'a, [i32]>, &'a [u8])>,
+    order: Option<&'a [i64]>,
+    starts: &'a [i64],
+}
+
+impl<'a> Grouped<'a> {
+    fn new(
+        offsets: &'a PyBuffer<i8>,
+        data: &'a PyBuffer<i8>,
+        matches: &'a PyBuffer<i64>,
+        volumes: &'a PyBuffer<i64>,
+        mask_chunks: &'a [(PyBuffer<i8>, PyBuffer<i8>)],
+        order: &'a Option<PyBuffer<i64>>,
+        starts: &'a PyBuffer<i64>,
+    ) -> PyResult<Self> {
+        Ok(Grouped {
+            offsets,
+            data,
+            matches: int64s(matches)?,
+            volumes: int64s(volumes)?,
+            spans: mask_chunks
+                .iter()
+                .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
+                .collect::<PyResult<Vec<_>>>()?,
+            order: order.as_ref().map(int64s).transpose()?,
+            starts: int64s(starts)?,
+        })
+    }
+
+    /// MERGE of the groups, without Python's lock, once the buffers are checked to agree (NAME says whose
+    /// they are not): its result, or the (group, column) of a sum past int64.
+    fn merge<T: Send>(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        merge: impl FnOnce(
+                &order::Keys,
+                &[i64],
+                &[i64],
+                &[order::Keys],
+                Option<&[i64]>,
+                &[i64],
+            ) -> Result<T, groups::Unmade>
+            + Send,
+    ) -> PyResult<Result<T, [usize; 2]>> {
+        let spans: Vec<order::Keys> = self
+            .spans
+            .iter()
+            .map(|(offsets, data)| order::Keys { offsets, data })
+            .collect();
+        let (matches, volumes, order, starts) =
+            (self.matches, self.volumes, self.order, self.starts);
+        let merged = with_keys(self.offsets, self.data, |keys| {
+            let rows = keys.len();
+            let fit = matches.len() == rows
+                && volumes.len() == rows
+                && spans.iter().all(|c| c.valid() && masks::valid(c))
+                && spans.iter().map(order::Keys::len).sum::<usize>() == rows
+                && groups_fit(order, starts, rows, rows.max(1));
+            fit.then(|| py.allow_threads(|| merge(keys, matches, volumes, &spans, order, starts)))
+        })?;
+        match merged {
+            None => Err(PyValueError::new_err(format!(
+                "{name}: keys, counts, masks, order and starts disagree"
+            ))),
+            Some(Err(groups::Unmade::Overflow(group, column))) => Ok(Err([group, column])),
+            Some(Err(groups::Unmade::TooLarge)) => Err(PyValueError::new_err(format!(
+                "{name}: the merged column passes int32 offsets"
+            ))),
+            Some(Ok(merged)) => Ok(Ok(merged)),
+        }
     }
 }
 
@@ -603,6 +728,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RecentTokens>()?;
     m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
     m.add_function(wrap_pyfunction!(merge_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_ngrams, m)?)?;
     m.add_function(wrap_pyfunction!(radix_order, m)?)?;
     m.add_function(wrap_pyfunction!(rank_keys, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;

@@ -62,25 +62,44 @@ pub fn stats(spans: &Keys) -> (Vec<i16>, Vec<i16>, Vec<i16>) {
         Vec::with_capacity(n),
     );
     for i in 0..n {
-        let (&lo, bytes) = spans.get(i).split_first().unwrap_or((&0, &[]));
-        let base = 8 * lo as i32;
-        // A span's first and last bytes have bits (but for an empty set): the searches stop at once,
-        // and the count is one pass with no branch per byte (a loop testing each byte took twice as long).
-        let low = bytes
-            .iter()
-            .position(|&b| b != 0)
-            .map(|at| base + 8 * at as i32 + bytes[at].trailing_zeros() as i32);
-        let high = bytes
-            .iter()
-            .rposition(|&b| b != 0)
-            .map(|at| base + 8 * at as i32 + 7 - bytes[at].leading_zeros() as i32);
-        let years: u32 = bytes.iter().map(|b| b.count_ones()).sum();
-        let year = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
-        first.push(year(low.unwrap_or(-1)));
-        last.push(year(high.unwrap_or(8 * MASK_BYTES as i32 - 9)));
-        count.push(years as i16);
+        let (a, b, c) = span_stats(spans.get(i));
+        first.push(a);
+        last.push(b);
+        count.push(c);
     }
     (first, last, count)
+}
+
+/// (first year, last year, years) of one span mask, as `stats` gives them.
+#[inline]
+pub fn span_stats(span: &[u8]) -> (i16, i16, i16) {
+    let (&lo, bytes) = span.split_first().unwrap_or((&0, &[]));
+    let base = 8 * lo as i32;
+    // A span's first and last bytes have bits (but for an empty set): the searches stop at once,
+    // and the count is one pass with no branch per byte (a loop testing each byte took twice as long).
+    let low = bytes
+        .iter()
+        .position(|&b| b != 0)
+        .map(|at| base + 8 * at as i32 + bytes[at].trailing_zeros() as i32);
+    let high = bytes
+        .iter()
+        .rposition(|&b| b != 0)
+        .map(|at| base + 8 * at as i32 + 7 - bytes[at].leading_zeros() as i32);
+    let years: u32 = bytes.iter().map(|b| b.count_ones()).sum();
+    let year = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
+    (
+        year(low.unwrap_or(-1)),
+        year(high.unwrap_or(8 * MASK_BYTES as i32 - 9)),
+        years as i16,
+    )
+}
+
+/// (first year, last year, years) of a whole mask, as `stats` gives them for its span.
+pub fn mask_stats(mask: &[u8; MASK_BYTES]) -> (i16, i16, i16) {
+    // The whole mask read as the span from byte 0: the same bits at the same places.
+    let mut span = [0u8; MASK_BYTES + 1];
+    span[1..].copy_from_slice(mask);
+    span_stats(&span)
 }
 
 #[cfg(test)]

@@ -648,7 +648,7 @@ pub(crate) fn bytes_equal(word: u64, byte: u8) -> u64 {
 /// were a thirtieth of the CPU time of an import of distinct 2-grams (perf), for keys of about 14 bytes. A
 /// key's last word is loaded whole where the data goes on past it, its bytes beyond the key masked off.
 #[inline(always)]
-fn spaces(data: &[u8], start: usize, end: usize) -> usize {
+pub(crate) fn spaces(data: &[u8], start: usize, end: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     // The spaces among the bytes of WORD that MASK keeps, each found as a high bit (bytes_equal), moved to
     // its byte's low bit and the bytes summed by a multiply (the extension is built for any x86-64, whose
