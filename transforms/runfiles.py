@@ -300,8 +300,9 @@ def _merge_files(runs: list[RunFile], combine, lo, hi, nbytes: int):
 def merged(folder: str, kind: str, runs: list[RunFile], combine, budget: int, lo=None, hi=None,
            compression=SPILL_COMPRESSION, last=None):
     """Run files -> their combined rows with keys in [lo, hi), in key order, as tables of at most about
-    budget / MERGE_FANIN bytes; with LAST, what LAST makes of each such table of rows before COMBINE (the
-    final merge's own combine: n-gram tables by order, where the passes' files need run rows).
+    budget / MERGE_FANIN bytes: COMBINE of the merge's steps, or LAST of those of the final merge when it is
+    given (which may make other than run rows of them: the n-gram files' merge makes n-gram tables by order,
+    where only the passes' run files need run rows).
 
     While there are more files than MERGE_FANIN, the fewest files that bring their number to one that full
     groups of MERGE_FANIN then end at are merged into a new run file named KIND (with COMPRESSION), those of

@@ -1,7 +1,9 @@
-//! Rows of run tables merged one row per n-gram (transforms/merge.py, merge_runs): the groups of rows
-//! merge_order gives, each made into its key, its two sums and its year set in one pass over them.
-//! (Three passes and a take, one a column, were 65 ns a row of the 105 that merge_runs took, each
-//! looking up every row again through the merge's order.)
+//! Rows of run tables merged one row per n-gram: the groups of rows merge_order gives, each made in one
+//! pass over them into its key, its two sums and its year set (merge_groups: run rows, for a spill's or a
+//! merge pass's run file; transforms/merge.py, merge_runs), or into an n-gram row of its order's table
+//! (merge_ngrams: the final merge of a range's run files; transforms/total.py, ngram_tables). (Three passes
+//! and a take, one a column, were 65 ns a row of the 105 that merge_runs took, each looking up every row
+//! again through the merge's order.)
 
 use crate::masks;
 use crate::order::{self, Keys};
