@@ -474,36 +474,26 @@ mod tests {
                 )
             })
             .collect();
+        // One row an order: (order, key offsets, key bytes, matches, first, last, years).
+        let row = |n: u8, key: &[u8], matches: i64, first: i16, last: i16, years: i16| {
+            let offsets = vec![0, key.len() as i32];
+            let (first, last) = (vec![year(first)], vec![year(last)]);
+            (
+                n,
+                offsets,
+                key.to_vec(),
+                vec![matches],
+                first,
+                last,
+                vec![years],
+            )
+        };
         assert_eq!(
             found,
             vec![
-                (
-                    1,
-                    vec![0, 1],
-                    b"a".to_vec(),
-                    vec![3],
-                    vec![year(1)],
-                    vec![year(2)],
-                    vec![2]
-                ),
-                (
-                    2,
-                    vec![0, 3],
-                    b"a b".to_vec(),
-                    vec![11],
-                    vec![year(0)],
-                    vec![year(9)],
-                    vec![2]
-                ),
-                (
-                    3,
-                    vec![0, 5],
-                    b"c d e".to_vec(),
-                    vec![7],
-                    vec![year(20)],
-                    vec![year(20)],
-                    vec![1]
-                ),
+                row(1, b"a", 3, 1, 2, 2),
+                row(2, b"a b", 11, 0, 9, 2),
+                row(3, b"c d e", 7, 20, 20, 1)
             ]
         );
     }
