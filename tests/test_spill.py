@@ -127,6 +127,21 @@ def test_rows_before_a_key_are_counted_from_the_batches(tmp_path, as_uri):
         assert runfiles.rows_before(run, key) == (0 if key is None else sum(k < key for k in keys)), key
 
 
+def test_planned_ranges_hold_like_rows_when_cuts_split_batches(tmp_path):
+    """Eight run files over one key space, in batches of an eighth of a range: each cut splits a batch of each
+    file, whose rows lie about half on either side. Counted at its first key, a split batch was all before
+    the cut: the first range was a fifth short of the others and the last a fifth over."""
+    runs = [runfiles.write_run_file(str(tmp_path), "runs", [merge_runs(random_runs(20_000 + 4_000 * seed, seed))],
+                                    1 << 20) for seed in range(8)]  # files of unlike lengths: unlike batch bounds
+    assert all(len(run.batches) > 5 for run in runs)
+    total = sum(run.rows for run in runs)
+    ranges = spill.plan_ranges(runs, total // 6 + 1, workers=2)
+    held = [sum(runfiles.rows_before(run, hi) if hi else run.rows for run in runs)
+            - sum(runfiles.rows_before(run, lo) for run in runs) for _, _, lo, hi, _ in ranges]
+    assert len(held) == 6 and sum(held) == total
+    assert max(held) < 1.2 * min(held), held
+
+
 @pytest.mark.parametrize("range_rows, workers", [(300, 1), (3000, 1), (10 ** 9, 1), (3000, 3)])
 def test_ranges_cover_every_ngram_once_in_order(tmp_path, range_rows, workers):
     runs, budget = random_runs(12_000, 2), 16 << 10

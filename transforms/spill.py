@@ -80,10 +80,13 @@ def plan_ranges(runs: list[RunFile], range_rows: int, workers: int = 1, at_least
     multiple of WORKERS, so that each worker merges a like share (5 ranges on 2 workers left the last range's
     second or so to one core).
 
-    The cuts are batch first keys, each batch's rows counted at its first key: a
-    batch's rows spread over its own key range, which is small when files are many.
+    The cuts are batch bounds, half of each batch's rows counted at its first key and half at its last: a
+    cut falls within the batches of other files, whose rows it splits, about half on each side (counted all
+    at its first key, a batch's rows were all before a cut that split it: a plan's first range held a fifth
+    fewer rows than the others, and its last a fifth more, at 80M rows in 6-18 run files).
     """
-    marks = sorted((first, rows) for run in runs for first, _, rows in run.batches)
+    marks = sorted(mark for run in runs for first, last, rows in run.batches
+                   for mark in ((first, rows - rows // 2), (last, rows // 2)))
     total = sum(rows for _, rows in marks)
     ranges = max(at_least, math.ceil(total / range_rows))
     if ranges > 1:
