@@ -126,7 +126,7 @@ def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def _grouped(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, order: np.ndarray | None,
              starts: np.ndarray) -> tuple:
-    """The arguments of the kernel's merges of groups (merge_groups, merge_ngrams), as it takes them."""
+    """The columns of the kernel's merges of groups (merge_groups, merge_ngrams), as it takes them: one tuple."""
     chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
     return (*_string_buffers(keys), np.ascontiguousarray(matches, np.int64), np.ascontiguousarray(volumes, np.int64),
             [_string_buffers(c) for c in chunks if len(c)],
@@ -141,7 +141,7 @@ def merge_groups(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks
     """(each group's key, sums of MATCHES and VOLUMES, and OR of its year-set span masks (an array or chunked
     array): the merged rows of merge_order's (ORDER, STARTS) over string KEYS), or (the first group whose
     sum does not fit int64, "match" or "volume"): native/src/groups.rs, one pass over the groups."""
-    found = _kernel.merge_groups(*_grouped(keys, matches, volumes, masks, order, starts))
+    found = _kernel.merge_groups(_grouped(keys, matches, volumes, masks, order, starts))
     if len(found) == 2:
         group, column = found
         return group, _SUMMED[column]
@@ -158,7 +158,7 @@ def merge_ngrams(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks
     matches, volumes, first years, last years, years)] of each order present, ascending, each order's rows in
     the groups' order (int64 sums, int16 years as mask_stats counts them), or (the first group whose sum does
     not fit int64, "match" or "volume"): native/src/groups.rs, one pass over the groups."""
-    found = _kernel.merge_ngrams(*_grouped(keys, matches, volumes, masks, order, starts), min_count)
+    found = _kernel.merge_ngrams(_grouped(keys, matches, volumes, masks, order, starts), min_count)
     if isinstance(found, tuple):
         group, column = found
         return group, _SUMMED[column]

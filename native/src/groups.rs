@@ -13,6 +13,20 @@ use crate::runs::MASK_BYTES;
 /// Rows ahead of the one being merged whose bytes are asked for (`fetch_ahead`).
 const AHEAD: usize = 16;
 
+/// The rows of a merge of groups: their keys, match and volume counts and year-set spans (in MASK_CHUNKS,
+/// consecutive pieces of one column that `masks::valid` accepts), and the groups: those of merge_order's
+/// positions from each of STARTS to the next (the last: to the rows' count) in ORDER (None: the rows as they
+/// are), whose keys are equal.
+#[derive(Clone, Copy)]
+pub struct Groups<'a, 'b> {
+    pub keys: &'a Keys<'b>,
+    pub matches: &'a [i64],
+    pub volumes: &'a [i64],
+    pub mask_chunks: &'a [Keys<'b>],
+    pub order: Option<&'a [i64]>,
+    pub starts: &'a [i64],
+}
+
 /// The columns of the merged rows, as Arrow lays them out.
 pub struct Merged {
     pub key_offsets: Vec<i32>,
@@ -37,50 +51,32 @@ enum Years<'a> {
     Mask(&'a [u8; MASK_BYTES]),
 }
 
-/// The merged row of each group of rows: group g holds the rows at positions `starts[g]` up to the
-/// next start (the last: up to the rows' count) of `order` (None: the rows themselves), whose keys
-/// are equal. Its key is its first row's; its matches and volumes the sums of its rows'; its year
-/// set the OR of its rows' span masks (masks.rs), which lie in MASK_CHUNKS, consecutive pieces of one
-/// column that `masks::valid` accepts.
-pub fn merge_groups(
-    keys: &Keys,
-    matches: &[i64],
-    volumes: &[i64],
-    mask_chunks: &[Keys],
-    order: Option<&[i64]>,
-    starts: &[i64],
-) -> Result<Merged, Unmade> {
-    let groups = starts.len();
+/// The merged row of each of the GROUPS: its key is its first row's; its matches and volumes the sums of
+/// its rows'; its year set the OR of its rows' span masks (masks.rs).
+pub fn merge_groups(groups: &Groups) -> Result<Merged, Unmade> {
+    let (keys, mask_chunks, count) = (groups.keys, groups.mask_chunks, groups.starts.len());
     let mut merged = Merged {
-        key_offsets: Vec::with_capacity(groups + 1),
+        key_offsets: Vec::with_capacity(count + 1),
         key_bytes: Vec::with_capacity(keys.data.len()),
-        matches: Vec::with_capacity(groups),
-        volumes: Vec::with_capacity(groups),
-        mask_offsets: Vec::with_capacity(groups + 1),
+        matches: Vec::with_capacity(count),
+        volumes: Vec::with_capacity(count),
+        mask_offsets: Vec::with_capacity(count + 1),
         mask_bytes: Vec::with_capacity(mask_chunks.iter().map(|c| c.data.len()).sum()),
     };
     merged.key_offsets.push(0);
     merged.mask_offsets.push(0);
-    each_group(
-        keys,
-        matches,
-        volumes,
-        mask_chunks,
-        order,
-        starts,
-        |head, m, v, years| {
-            merged.key_bytes.extend_from_slice(keys.get(head));
-            merged.key_offsets.push(offset(merged.key_bytes.len())?);
-            merged.matches.push(m);
-            merged.volumes.push(v);
-            match years {
-                Years::Span(span) => merged.mask_bytes.extend_from_slice(span),
-                Years::Mask(mask) => masks::push_span(mask, &mut merged.mask_bytes),
-            }
-            merged.mask_offsets.push(offset(merged.mask_bytes.len())?);
-            Ok(())
-        },
-    )?;
+    each_group(groups, |head, m, v, years| {
+        merged.key_bytes.extend_from_slice(keys.get(head));
+        merged.key_offsets.push(offset(merged.key_bytes.len())?);
+        merged.matches.push(m);
+        merged.volumes.push(v);
+        match years {
+            Years::Span(span) => merged.mask_bytes.extend_from_slice(span),
+            Years::Mask(mask) => masks::push_span(mask, &mut merged.mask_bytes),
+        }
+        merged.mask_offsets.push(offset(merged.mask_bytes.len())?);
+        Ok(())
+    })?;
     Ok(merged)
 }
 
@@ -116,56 +112,40 @@ impl OrderRows {
     }
 }
 
-/// The groups merged as `merge_groups` merges them, made into n-gram rows, those of at least MIN_COUNT
-/// matches, each order's apart: (order, its rows in the groups' order) of each order present, ascending. An n-gram's order is its spaces and
-/// one (at most 127, as order::orders); its year set becomes its first year, last year and number of
-/// years (masks::stats). The rows of the final merge of run files, in one pass over the groups: where
+/// The GROUPS merged as `merge_groups` merges them, made into n-gram rows, those of at least MIN_COUNT
+/// matches, each order's apart: (order, its rows in the groups' order) of each order present, ascending.
+/// An n-gram's order is as order::orders gives it; its year set becomes its first year, last year and
+/// number of years (masks::stats). The rows of the final merge of run files, in one pass over the groups: where
 /// merging, then finding each row's order and years, and then taking each order's rows were a pass and a
 /// copy of every row each.
-pub fn merge_ngrams(
-    keys: &Keys,
-    matches: &[i64],
-    volumes: &[i64],
-    mask_chunks: &[Keys],
-    order: Option<&[i64]>,
-    starts: &[i64],
-    min_count: i64,
-) -> Result<Vec<(u8, OrderRows)>, Unmade> {
+pub fn merge_ngrams(groups: &Groups, min_count: i64) -> Result<Vec<(u8, OrderRows)>, Unmade> {
+    let keys = groups.keys;
     let mut orders: Vec<OrderRows> = Vec::new();
-    each_group(
-        keys,
-        matches,
-        volumes,
-        mask_chunks,
-        order,
-        starts,
-        |head, m, v, years| {
-            if m < min_count {
-                return Ok(());
-            }
-            let (start, end) = (keys.offsets[head] as usize, keys.offsets[head + 1] as usize);
-            let n = (order::spaces(keys.data, start, end) + 1).min(127);
-            if orders.len() <= n {
-                orders.resize_with(n + 1, OrderRows::default);
-            }
-            let rows = &mut orders[n];
-            if rows.key_offsets.is_empty() {
-                *rows = OrderRows::for_at_most(starts.len(), keys.data.len());
-            }
-            rows.key_bytes.extend_from_slice(&keys.data[start..end]);
-            rows.key_offsets.push(offset(rows.key_bytes.len())?);
-            rows.matches.push(m);
-            rows.volumes.push(v);
-            let (first, last, count) = match years {
-                Years::Span(span) => masks::span_stats(span),
-                Years::Mask(mask) => masks::mask_stats(mask),
-            };
-            rows.first.push(first);
-            rows.last.push(last);
-            rows.years.push(count);
-            Ok(())
-        },
-    )?;
+    each_group(groups, |head, m, v, years| {
+        if m < min_count {
+            return Ok(());
+        }
+        let n = order::order_of(keys, head) as usize;
+        if orders.len() <= n {
+            orders.resize_with(n + 1, OrderRows::default);
+        }
+        let rows = &mut orders[n];
+        if rows.key_offsets.is_empty() {
+            *rows = OrderRows::for_at_most(groups.starts.len(), keys.data.len());
+        }
+        rows.key_bytes.extend_from_slice(keys.get(head));
+        rows.key_offsets.push(offset(rows.key_bytes.len())?);
+        rows.matches.push(m);
+        rows.volumes.push(v);
+        let (first, last, count) = match years {
+            Years::Span(span) => masks::span_stats(span),
+            Years::Mask(mask) => masks::mask_stats(mask),
+        };
+        rows.first.push(first);
+        rows.last.push(last);
+        rows.years.push(count);
+        Ok(())
+    })?;
     Ok(orders
         .into_iter()
         .enumerate()
@@ -247,14 +227,17 @@ impl<'a, 'b> Spans<'a, 'b> {
 /// Each group's merged row handed to TAKE, in the groups' order: (its first row, whose key is the group's,
 /// its sums, its year set).
 fn each_group(
-    keys: &Keys,
-    matches: &[i64],
-    volumes: &[i64],
-    mask_chunks: &[Keys],
-    order: Option<&[i64]>,
-    starts: &[i64],
+    groups: &Groups,
     mut take: impl FnMut(usize, i64, i64, Years) -> Result<(), Unmade>,
 ) -> Result<(), Unmade> {
+    let Groups {
+        keys,
+        matches,
+        volumes,
+        mask_chunks,
+        order,
+        starts,
+    } = *groups;
     let rows = keys.len();
     let scattered = order.is_some_and(scattered);
     let spans = Spans::new(mask_chunks, scattered);
@@ -319,6 +302,24 @@ mod tests {
     use super::*;
     use crate::fields::YEAR_MIN;
 
+    fn groups<'a, 'b>(
+        keys: &'a Keys<'b>,
+        matches: &'a [i64],
+        volumes: &'a [i64],
+        mask_chunks: &'a [Keys<'b>],
+        order: Option<&'a [i64]>,
+        starts: &'a [i64],
+    ) -> Groups<'a, 'b> {
+        Groups {
+            keys,
+            matches,
+            volumes,
+            mask_chunks,
+            order,
+            starts,
+        }
+    }
+
     const ROWS: [i32; 5] = [0, 1, 2, 3, 4];
 
     #[test]
@@ -334,14 +335,14 @@ mod tests {
             data: &[0, 0b1, 1, 0b10, 0, 0b10, 1, 0b1],
         };
         let order = [1, 3, 0, 2];
-        let Ok(merged) = merge_groups(
+        let Ok(merged) = merge_groups(&groups(
             &keys,
             &[1, 2, 3, 4],
             &[10, 20, 30, 40],
             &[spans],
             Some(&order),
             &[0, 2],
-        ) else {
+        )) else {
             panic!("not merged")
         };
         assert_eq!(
@@ -369,8 +370,14 @@ mod tests {
                 data: &[0],
             },
         );
-        let Ok(merged) = merge_groups(&keys, &[7, 8], &[1, 2], &[first, second], None, &[0, 1])
-        else {
+        let Ok(merged) = merge_groups(&groups(
+            &keys,
+            &[7, 8],
+            &[1, 2],
+            &[first, second],
+            None,
+            &[0, 1],
+        )) else {
             panic!("not merged")
         };
         assert_eq!(
@@ -398,7 +405,7 @@ mod tests {
                 offsets: &ROWS[..4],
                 data: &[0, 0, 0],
             };
-            match merge_groups(&keys, &matches, &volumes, &[spans], None, &[0, 1]) {
+            match merge_groups(&groups(&keys, &matches, &volumes, &[spans], None, &[0, 1])) {
                 Err(Unmade::Overflow(1, c)) => assert_eq!(c, column),
                 _ => panic!("no overflow named"),
             }
@@ -447,15 +454,16 @@ mod tests {
         let order = [1, 4, 0, 3, 5, 2];
         let matches = [5, 1, 7, 6, 2, 1];
         let volumes = [1, 1, 1, 1, 1, 1];
-        let Ok(orders) = merge_ngrams(
+        let spans = [spans];
+        let merging = groups(
             &keys,
             &matches,
             &volumes,
-            &[spans],
+            &spans,
             Some(&order),
             &[0, 2, 4, 5],
-            2,
-        ) else {
+        );
+        let Ok(orders) = merge_ngrams(&merging, 2) else {
             panic!("not merged")
         };
         // "b" (1 match) is left out; "c d e" (7) and "a" (3), "a b" (11) stay, each order apart.
@@ -537,14 +545,14 @@ mod tests {
             .iter()
             .map(|(offsets, data)| Keys { offsets, data })
             .collect();
-        let merged = |masks: &[Keys]| match merge_groups(
+        let merged = |masks: &[Keys]| match merge_groups(&groups(
             &keys,
             &values,
             &values,
             masks,
             Some(&order),
             &starts,
-        ) {
+        )) {
             Ok(m) => (m.key_bytes, m.mask_offsets, m.mask_bytes),
             Err(_) => panic!("not merged"),
         };

@@ -440,35 +440,14 @@ fn with_spans<R>(
     })?
 }
 
-/// merge_groups(offsets, data, matches, volumes, mask_chunks, order, starts) -> (key offsets, key bytes,
-/// matches, volumes, mask offsets, mask bytes), or (group, column) of a sum past int64
+/// merge_groups(columns) -> (key offsets, key bytes, matches, volumes, mask offsets, mask bytes), or
+/// (group, column) of a sum past int64
 ///
-/// The merged row of each group of merge_order's (ORDER, STARTS) over keys laid out as an Arrow string
-/// array (OFFSETS, DATA), int64 MATCHES and VOLUMES, and year sets in MASK_CHUNKS, the (offsets, data)
-/// buffers of a binary column's consecutive chunks (groups.rs). A sum past int64 gives the first such
-/// group and its column (0: matches, 1: volumes) instead, for the caller to name.
+/// The merged row of each group of merge_order's (ORDER, STARTS) over the COLUMNS (GroupColumns: keys,
+/// counts and year sets) (groups.rs). A sum past int64 gives the first such group and its column (0:
+/// matches, 1: volumes) instead, for the caller to name.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, matches, volumes, mask_chunks, order, starts))]
-#[allow(clippy::too_many_arguments)]
-fn merge_groups<'py>(
-    py: Python<'py>,
-    offsets: PyBuffer<i8>,
-    data: PyBuffer<i8>,
-    matches: PyBuffer<i64>,
-    volumes: PyBuffer<i64>,
-    mask_chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
-    order: Option<PyBuffer<i64>>,
-    starts: PyBuffer<i64>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let columns = Grouped::new(
-        &offsets,
-        &data,
-        &matches,
-        &volumes,
-        &mask_chunks,
-        &order,
-        &starts,
-    )?;
+fn merge_groups<'py>(py: Python<'py>, columns: GroupColumns) -> PyResult<Bound<'py, PyAny>> {
     match columns.merge(py, "merge_groups", groups::merge_groups)? {
         Err(overflow) => Ok(PyTuple::new(py, overflow)?.into_any()),
         Ok(m) => Ok(PyTuple::new(
@@ -486,43 +465,18 @@ fn merge_groups<'py>(
     }
 }
 
-/// merge_ngrams(offsets, data, matches, volumes, mask_chunks, order, starts, min_count) -> [(order, key
-/// offsets, key bytes, matches, volumes, first years, last years, years)], or (group, column) of a sum past
-/// int64
+/// merge_ngrams(columns, min_count) -> [(order, key offsets, key bytes, matches, volumes, first years, last
+/// years, years)], or (group, column) of a sum past int64
 ///
 /// merge_groups' rows of at least MIN_COUNT matches as n-gram rows, each order present apart, ascending
 /// (groups.rs): int16 years.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, matches, volumes, mask_chunks, order, starts, min_count))]
-#[allow(clippy::too_many_arguments)]
 fn merge_ngrams<'py>(
     py: Python<'py>,
-    offsets: PyBuffer<i8>,
-    data: PyBuffer<i8>,
-    matches: PyBuffer<i64>,
-    volumes: PyBuffer<i64>,
-    mask_chunks: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
-    order: Option<PyBuffer<i64>>,
-    starts: PyBuffer<i64>,
+    columns: GroupColumns,
     min_count: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let columns = Grouped::new(
-        &offsets,
-        &data,
-        &matches,
-        &volumes,
-        &mask_chunks,
-        &order,
-        &starts,
-    )?;
-    let merge = |keys: &order::Keys,
-                 matches: &[i64],
-                 volumes: &[i64],
-                 spans: &[order::Keys],
-                 order: Option<&[i64]>,
-                 starts: &[i64]| {
-        groups::merge_ngrams(keys, matches, volumes, spans, order, starts, min_count)
-    };
+    let merge = |rows: &groups::Groups| groups::merge_ngrams(rows, min_count);
     match columns.merge(py, "merge_ngrams", merge)? {
         Err(overflow) => Ok(PyTuple::new(py, overflow)?.into_any()),
         Ok(orders) => {
@@ -549,72 +503,57 @@ fn merge_ngrams<'py>(
     }
 }
 
-/// The buffers of a merge of groups (merge_groups, merge_ngrams), borrowed from Python's.
-struct Grouped<'a> {
-    offsets: &'a PyBuffer<i8>,
-    data: &'a PyBuffer<i8>,
-    matches: &'a [i64],
-    volumes: &'a [i64],
-    spans: Vec<(std::borrow::Cow<'a, [i32]>, &'a [u8])>,
-    order: Option<&'a [i64]>,
-    starts: &'a [i64],
-}
+/// The columns of a merge of groups (merge_groups, merge_ngrams), one tuple from Python: keys laid out as
+/// an Arrow string array (offsets, data), int64 matches and volumes, the year sets' (offsets, data)
+/// buffers of a binary column's consecutive chunks, merge_order's order (or None) and starts.
+#[derive(FromPyObject)]
+struct GroupColumns(
+    PyBuffer<i8>,
+    PyBuffer<i8>,
+    PyBuffer<i64>,
+    PyBuffer<i64>,
+    Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
+    Option<PyBuffer<i64>>,
+    PyBuffer<i64>,
+);
 
-impl<'a> Grouped<'a> {
-    fn new(
-        offsets: &'a PyBuffer<i8>,
-        data: &'a PyBuffer<i8>,
-        matches: &'a PyBuffer<i64>,
-        volumes: &'a PyBuffer<i64>,
-        mask_chunks: &'a [(PyBuffer<i8>, PyBuffer<i8>)],
-        order: &'a Option<PyBuffer<i64>>,
-        starts: &'a PyBuffer<i64>,
-    ) -> PyResult<Self> {
-        Ok(Grouped {
-            offsets,
-            data,
-            matches: int64s(matches)?,
-            volumes: int64s(volumes)?,
-            spans: mask_chunks
-                .iter()
-                .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
-                .collect::<PyResult<Vec<_>>>()?,
-            order: order.as_ref().map(int64s).transpose()?,
-            starts: int64s(starts)?,
-        })
-    }
-
+impl GroupColumns {
     /// MERGE of the groups, without Python's lock, once the buffers are checked to agree (NAME says whose
     /// they are not): its result, or the (group, column) of a sum past int64.
     fn merge<T: Send>(
         &self,
         py: Python<'_>,
         name: &str,
-        merge: impl FnOnce(
-                &order::Keys,
-                &[i64],
-                &[i64],
-                &[order::Keys],
-                Option<&[i64]>,
-                &[i64],
-            ) -> Result<T, groups::Unmade>
-            + Send,
+        merge: impl FnOnce(&groups::Groups) -> Result<T, groups::Unmade> + Send,
     ) -> PyResult<Result<T, [usize; 2]>> {
-        let spans: Vec<order::Keys> = self
-            .spans
+        let GroupColumns(offsets, data, matches, volumes, mask_chunks, order, starts) = self;
+        let buffers = mask_chunks
+            .iter()
+            .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let spans: Vec<order::Keys> = buffers
             .iter()
             .map(|(offsets, data)| order::Keys { offsets, data })
             .collect();
-        let (matches, volumes, order, starts) =
-            (self.matches, self.volumes, self.order, self.starts);
-        let merged = with_keys(self.offsets, self.data, |keys| {
+        let (matches, volumes) = (int64s(matches)?, int64s(volumes)?);
+        let order = order.as_ref().map(int64s).transpose()?;
+        let starts = int64s(starts)?;
+        let merged = with_keys(offsets, data, |keys| {
             let rows = keys.len();
             let fit = matches.len() == rows
                 && volumes.len() == rows
                 && spans.iter().all(|c| c.valid() && masks::valid(c))
                 && spans.iter().map(order::Keys::len).sum::<usize>() == rows
                 && groups_fit(order, starts, rows, rows.max(1));
-            fit.then(|| py.allow_threads(|| merge(keys, matches, volumes, &spans, order, starts)))
+            let groups = groups::Groups {
+                keys,
+                matches,
+                volumes,
+                mask_chunks: &spans,
+                order,
+                starts,
+            };
+            fit.then(|| py.allow_threads(|| merge(&groups)))
         })?;
         match merged {
             None => Err(PyValueError::new_err(format!(

@@ -627,12 +627,14 @@ pub fn rows_of_max(values: &[i64], order: Option<&[i64]>, starts: &[i64]) -> Vec
 
 /// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
 pub fn orders(keys: &Keys) -> Vec<u8> {
-    (0..keys.len())
-        .map(|i| {
-            let (start, end) = (keys.offsets[i] as usize, keys.offsets[i + 1] as usize);
-            (spaces(keys.data, start, end) + 1).min(127) as u8
-        })
-        .collect()
+    (0..keys.len()).map(|i| order_of(keys, i)).collect()
+}
+
+/// The order of key I, as `orders` gives it.
+#[inline]
+pub(crate) fn order_of(keys: &Keys, i: usize) -> u8 {
+    let (start, end) = (keys.offsets[i] as usize, keys.offsets[i + 1] as usize);
+    (spaces(keys.data, start, end) + 1).min(127) as u8
 }
 
 /// The high bit of each byte of WORD that is BYTE, the others clear: a zero byte of word ^ BYTE, found
@@ -648,7 +650,7 @@ pub(crate) fn bytes_equal(word: u64, byte: u8) -> u64 {
 /// were a thirtieth of the CPU time of an import of distinct 2-grams (perf), for keys of about 14 bytes. A
 /// key's last word is loaded whole where the data goes on past it, its bytes beyond the key masked off.
 #[inline(always)]
-pub(crate) fn spaces(data: &[u8], start: usize, end: usize) -> usize {
+fn spaces(data: &[u8], start: usize, end: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     // The spaces among the bytes of WORD that MASK keeps, each found as a high bit (bytes_equal), moved to
     // its byte's low bit and the bytes summed by a multiply (the extension is built for any x86-64, whose
