@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from ngramflow.schemas import NGRAMS
 from ngramflow.transforms import sizing
 
 
@@ -72,10 +73,23 @@ _NO_DICTIONARY = ("ngram", "token", "context", "id", "order")
 _CONSECUTIVE_COLUMNS = ("id",)
 
 
+#: The n-gram files' own encodings. Their rows are sorted by n-gram, which shares most of its bytes with the
+#: one before: each is stored as the length of that prefix and the rest (DELTA_BYTE_ARRAY), and zstd takes
+#: less. Their integers are stored as differences bit-packed in blocks (DELTA_BINARY_PACKED), without the
+#: dictionaries' hash look-ups and bit-packed indices: the years' were a third of the writer's time. Part
+#: files of 9.3M 1- to 3-grams, one core, best of 3: 139 -> 115 ns a row, 10.13 -> 9.83 bytes; read back,
+#: pyarrow 0.24 -> 0.28 s, DuckDB's scan of the n-grams 0.45 -> 0.51 s, its point look-ups and sums the same.
+_NGRAM_ENCODINGS = {"ngram": "DELTA_BYTE_ARRAY", **{n: "DELTA_BINARY_PACKED" for n in
+                                                   ("match_count", "volume_count", "first_year", "last_year", "years")}}
+
+
 def _parquet(schema: pa.Schema) -> dict:
     """The writer options of a dataset file of ``schema``."""
-    return {"compression": "zstd", "use_dictionary": [n for n in schema.names if n not in _NO_DICTIONARY],
-            "column_encoding": {n: "DELTA_BINARY_PACKED" for n in schema.names if n in _CONSECUTIVE_COLUMNS}}
+    encodings = {n: "DELTA_BINARY_PACKED" for n in schema.names if n in _CONSECUTIVE_COLUMNS}
+    if schema.names[:len(NGRAMS)] == NGRAMS.names:
+        encodings.update(_NGRAM_ENCODINGS)
+    return {"compression": "zstd", "column_encoding": encodings,
+            "use_dictionary": [n for n in schema.names if n not in _NO_DICTIONARY and n not in encodings]}
 
 
 def _table_path(root: str, name: str) -> str:
