@@ -43,6 +43,34 @@ def test_merge_order_is_a_stable_sort_and_its_groups(seed):
         assert starts.tolist() == [i for i, k in enumerate(in_order) if i == 0 or k != in_order[i - 1]]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_merged_tokens_are_each_token_once_with_the_counts_of_its_largest_match(seed):
+    """native.merge_tokens against Python: each group of merge_order's keeps its token and the counts of its
+    row of largest match count, the first such row in the order (nulls as -1), whatever the keys' order."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        keys = _random_keys(rng)
+        matches = np.array([rng.choice([-1, 0, 3, 3, 7]) for _ in range(len(keys))], np.int64)
+        volumes = np.array([rng.randrange(-1, 9) for _ in range(len(keys))], np.int64)
+        order, starts = native.merge_order(keys)
+        tokens, merged_matches, merged_volumes = native.merge_tokens(keys, matches, volumes, order, starts)
+        rows = np.arange(len(keys)) if order is None else order
+        groups = np.split(rows, starts[1:]) if len(keys) else []
+        best = [group[int(np.argmax(matches[group]))] for group in groups]  # argmax: the first of ties
+        assert tokens.to_pylist() == [keys[int(r)].as_py() for r in best]
+        assert merged_matches.tolist() == matches[best].tolist()
+        assert merged_volumes.tolist() == volumes[best].tolist()
+
+
+def test_filled_counts_are_the_column_with_its_nulls_replaced_chunk_by_chunk():
+    rng = random.Random(4)
+    values = [rng.choice([None, 0, 1, 2**40]) for _ in range(1000)]
+    whole = pa.array(values, pa.int64())
+    chunked = pa.chunked_array([whole.slice(0, 13), whole.slice(13, 0), whole.slice(13, 600), whole.slice(613)])
+    for column in (whole, whole.slice(7, 500), chunked, chunked.slice(5, 900), pa.chunked_array([], pa.int64())):
+        assert columnar.filled(column, -1).tolist() == [-1 if v is None else v for v in column.to_pylist()]
+
+
 def _python_stats(span: bytes) -> tuple[int, int, int]:
     """Of a span mask: its first byte is the index in the whole mask of the bytes after it."""
     base, mask = 8 * span[0], span[1:]

@@ -42,7 +42,7 @@ def sum_runs(values: np.ndarray, starts: np.ndarray, what, order: np.ndarray | N
     # that is not built in one line (ngramflow.errors.KernelMissing).
     from ngramflow.transforms import native
 
-    sums, overflowed = native.fold_groups(values, order, starts, "sum")
+    sums, overflowed = native.sum_groups(values, order, starts)
     if overflowed >= 0:
         raise CountOverflow(too_large(what(overflowed)))
     return sums

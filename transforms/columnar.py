@@ -31,6 +31,26 @@ def numpy(column) -> np.ndarray:
     return whole(column).to_numpy(zero_copy_only=False)
 
 
+def filled(column, missing: int) -> np.ndarray:
+    """An int64 column (an array, or a chunked array such as a table's) as one NumPy array, its nulls as
+    MISSING: each chunk's values copied once into it where they lie. (Concatenating the chunks and then filling
+    the nulls were two copies, the first into pages never touched: 16 ms for 1.75M counts in 51 chunks,
+    against 3-4 ms.)"""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = np.empty(len(column), np.int64)
+    at = 0
+    for chunk in chunks:
+        validity, values = chunk.buffers()
+        rows = out[at:at + len(chunk)]
+        rows[:] = np.frombuffer(values, np.int64, len(chunk), 8 * chunk.offset)
+        if chunk.null_count:
+            valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=chunk.offset + len(chunk),
+                                  bitorder="little")[chunk.offset:]
+            rows[valid == 0] = missing
+        at += len(chunk)
+    return out
+
+
 def run_starts(keys) -> np.ndarray:
     """Indices where a new run of equal consecutive keys begins."""
     n = len(keys)

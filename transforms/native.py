@@ -47,14 +47,26 @@ def strictly_ascending(keys: pa.Array) -> bool:
     return order is None and len(starts) == len(keys)
 
 
-def fold_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray, how: str) -> tuple[np.ndarray, int]:
-    """(each group's sum (HOW "sum") or the row of its largest value, the first on ties ("argmax"); the first
-    group whose sum does not fit int64, -1: none) of int64 VALUES grouped as merge_order's (ORDER, STARTS)
-    give them: native/src/order.rs."""
-    results, failed = _kernel.fold_groups(np.ascontiguousarray(values, np.int64),
-                                          None if order is None else np.ascontiguousarray(order, np.int64),
-                                          np.ascontiguousarray(starts, np.int64), how)
-    return np.frombuffer(results, np.int64), failed
+def _int64s(values: np.ndarray | None) -> np.ndarray | None:
+    return None if values is None else np.ascontiguousarray(values, np.int64)
+
+
+def sum_groups(values: np.ndarray, order: np.ndarray | None, starts: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each group's sum; the first group whose sum does not fit int64, -1: none) of int64 VALUES grouped as
+    merge_order's (ORDER, STARTS) give them: native/src/order.rs."""
+    sums, failed = _kernel.sum_groups(_int64s(values), _int64s(order), _int64s(starts))
+    return np.frombuffer(sums, np.int64), failed
+
+
+def merge_tokens(tokens: pa.Array, matches: np.ndarray, volumes: np.ndarray, order: np.ndarray | None,
+                 starts: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(each group's token; the match and volume counts of its row of largest match count, the first on ties,
+    int64, -1: none) of the rows of a string array of TOKENS with int64 MATCHES and VOLUMES (-1: none), grouped
+    as merge_order's (ORDER, STARTS) give them: native/src/order.rs, one pass."""
+    offsets, data, matches, volumes = _kernel.merge_tokens(*_string_buffers(tokens), _int64s(matches),
+                                                           _int64s(volumes), _int64s(order), _int64s(starts))
+    return (pa.Array.from_buffers(tokens.type, len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(data)]),
+            np.frombuffer(matches, np.int64), np.frombuffer(volumes, np.int64))
 
 
 def radix_order(keys: np.ndarray) -> np.ndarray:

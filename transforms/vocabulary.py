@@ -62,15 +62,19 @@ def merge_tokens(table: pa.Table) -> pa.Table:
     A sort, not a hash aggregation: Arrow's group_by reserves buffers of gigabytes for
     a few million tokens (BENCHMARKS.md, "Scale"), and sorted tokens are what a run file holds.
     The tables merged are sorted pieces (of token run files, or of ranges), which native.merge_order
-    merges; a token keeps its counted row, the one of largest match count (nulls as -1), taken whole.
+    merges; a token keeps the counts of its counted row, the one of largest match count (nulls as -1),
+    gathered with it in one pass (native.merge_tokens).
     """
     if table.num_rows == 0:
         return table.cast(TOKENS)
-    order, starts = native.merge_order(columnar.whole(table["token"]))
+    tokens = columnar.whole(table["token"])
+    order, starts = native.merge_order(tokens)
     if order is None and len(starts) == table.num_rows:
         return table.cast(TOKENS).combine_chunks()
-    rows, _ = native.fold_groups(columnar.numpy(table["match_count"].fill_null(-1)), order, starts, "argmax")
-    return table.take(rows).cast(TOKENS).combine_chunks()
+    tokens, matches, volumes = native.merge_tokens(tokens, _counts(table), _counts(table, "volume_count"), order,
+                                                   starts)
+    return pa.table([tokens, pa.array(matches, mask=matches < 0), pa.array(volumes, mask=volumes < 0)],
+                    schema=TOKENS)
 
 
 class TokenRuns:
@@ -122,10 +126,10 @@ _RANK = "rank"  # the key of the id order: bytes whose order is the id order
 _RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: a flag and a count
 
 
-def _counts(tokens: pa.Table) -> np.ndarray:
-    """Each token's unigram match count, -1 where it has none: what its rank puts before its bytes
-    (native.rank_keys)."""
-    return columnar.numpy(columnar.whole(tokens["match_count"]).fill_null(-1))
+def _counts(tokens: pa.Table, column: str = "match_count") -> np.ndarray:
+    """Each token's unigram match count (or COLUMN's count), -1 where it has none: what its rank puts before
+    its bytes (native.rank_keys), and what native.merge_tokens folds."""
+    return columnar.filled(tokens[column], -1)
 
 
 def with_rank(tokens: pa.Table) -> pa.Table:

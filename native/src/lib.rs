@@ -568,42 +568,74 @@ impl GroupColumns {
     }
 }
 
-/// fold_groups(values, order, starts, how) -> (results, failed)
+/// sum_groups(values, order, starts) -> (sums, failed)
 ///
-/// Each group of VALUES (int64, one per row) summed (HOW "sum") or the row of its largest value, the
-/// first on ties ("argmax"), the groups consecutive in ORDER (the rows' order, int64; None: as they
-/// are) from each position of STARTS (int64, increasing): int64 results as bytes, and the first group
-/// whose sum does not fit int64 (-1: none), whose result is then not given (order.rs).
+/// Each group of VALUES (int64, one per row) summed, the groups consecutive in ORDER (the rows' order,
+/// int64; None: as they are) from each position of STARTS (int64, increasing): int64 sums as bytes, and
+/// the first group whose sum does not fit int64 (-1: none), whose sum is then not given (order.rs).
 #[pyfunction]
-#[pyo3(signature = (values, order, starts, how))]
-fn fold_groups<'py>(
+#[pyo3(signature = (values, order, starts))]
+fn sum_groups<'py>(
     py: Python<'py>,
     values: PyBuffer<i64>,
     order: Option<PyBuffer<i64>>,
     starts: PyBuffer<i64>,
-    how: &str,
 ) -> PyResult<(Bound<'py, PyAny>, i64)> {
     let values = int64s(&values)?;
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
     if !groups_fit(order, starts, values.len(), values.len()) {
         return Err(PyValueError::new_err(
-            "fold_groups: values, order and starts disagree",
+            "sum_groups: values, order and starts disagree",
         ));
     }
-    let (results, failed) = match how {
-        "sum" => py.allow_threads(|| order::fold_groups(values, order, starts, i64::checked_add)),
-        "argmax" => (
-            py.allow_threads(|| order::rows_of_max(values, order, starts)),
-            None,
-        ),
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "fold_groups: unknown fold {other:?}"
-            )))
-        }
+    let (sums, failed) =
+        py.allow_threads(|| order::fold_groups(values, order, starts, i64::checked_add));
+    Ok((Owned::wrap(py, sums)?, failed.map_or(-1, |g| g as i64)))
+}
+
+/// merge_tokens(offsets, data, matches, volumes, order, starts) -> (offsets, bytes, matches, volumes)
+///
+/// The merged row of each group of token rows (an Arrow string array's OFFSETS and DATA, int64 MATCHES
+/// and VOLUMES, -1: none), grouped by merge_order's (ORDER, STARTS): its token, and the counts of its row of
+/// largest match count, the first on ties (order.rs).
+#[pyfunction]
+#[pyo3(signature = (offsets, data, matches, volumes, order, starts))]
+fn merge_tokens<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+    matches: PyBuffer<i64>,
+    volumes: PyBuffer<i64>,
+    order: Option<PyBuffer<i64>>,
+    starts: PyBuffer<i64>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (matches, volumes) = (int64s(&matches)?, int64s(&volumes)?);
+    let order = order.as_ref().map(int64s).transpose()?;
+    let starts = int64s(&starts)?;
+    let merged = with_keys(&offsets, &data, |keys| {
+        let rows = keys.len();
+        let fit = matches.len() == rows
+            && volumes.len() == rows
+            && groups_fit(order, starts, rows, rows);
+        fit.then(|| {
+            py.allow_threads(|| order::merge_tokens(keys, matches, volumes, order, starts))
+        })
+    })?;
+    let Some((offsets, bytes, matches, volumes)) = merged else {
+        return Err(PyValueError::new_err(
+            "merge_tokens: tokens, counts, order and starts disagree",
+        ));
     };
-    Ok((Owned::wrap(py, results)?, failed.map_or(-1, |g| g as i64)))
+    PyTuple::new(
+        py,
+        [
+            Owned::wrap(py, offsets)?,
+            Owned::wrap(py, bytes)?,
+            Owned::wrap(py, matches)?,
+            Owned::wrap(py, volumes)?,
+        ],
+    )
 }
 
 /// Whether merge_order's (ORDER, STARTS) can group ROWS rows, as the group functions index them:
@@ -665,7 +697,8 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefix_stretches, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_class::<RecentTokens>()?;
-    m.add_function(wrap_pyfunction!(fold_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(merge_groups, m)?)?;
     m.add_function(wrap_pyfunction!(merge_ngrams, m)?)?;
     m.add_function(wrap_pyfunction!(radix_order, m)?)?;

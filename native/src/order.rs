@@ -608,21 +608,42 @@ pub fn rank_keys(tokens: &Keys, counts: &[i64]) -> Option<(Vec<i32>, Vec<u8>)> {
 /// The bytes of a rank key before its token's: rank_keys' flag and count.
 pub const RANK_HEAD: usize = 9;
 
-/// The row of each group's largest value, the first of them on ties: groups as fold_groups takes them.
-pub fn rows_of_max(values: &[i64], order: Option<&[i64]>, starts: &[i64]) -> Vec<i64> {
+/// The merged rows of groups of token rows (KEYS, with MATCHES and VOLUMES, -1: none), grouped as fold_groups
+/// takes them: each group's token, and the counts of its row of largest match count, the first of them on
+/// ties (a token's one counted row, which any of the token run files may hold), as (offsets, bytes, matches,
+/// volumes). One pass that gathers each row where it lies: the rows found first and then taken by Arrow were
+/// twice the time, the take looking each row's chunk up.
+pub fn merge_tokens(
+    keys: &Keys,
+    matches: &[i64],
+    volumes: &[i64],
+    order: Option<&[i64]>,
+    starts: &[i64],
+) -> (Vec<i32>, Vec<u8>, Vec<i64>, Vec<i64>) {
     let row = |at: usize| order.map_or(at, |o| o[at] as usize);
-    let mut rows = Vec::with_capacity(starts.len());
+    let mut offsets = Vec::with_capacity(starts.len() + 1);
+    offsets.push(0);
+    // The keys' bytes at most; room never written is address space only (Owned::wrap gives it back).
+    let mut bytes = Vec::with_capacity(keys.data.len());
+    let (mut merged_matches, mut merged_volumes) = (
+        Vec::with_capacity(starts.len()),
+        Vec::with_capacity(starts.len()),
+    );
     for (group, &start) in starts.iter().enumerate() {
-        let end = starts.get(group + 1).map_or(values.len(), |&e| e as usize);
+        let end = starts.get(group + 1).map_or(keys.len(), |&e| e as usize);
         let mut best = row(start as usize);
         for at in start as usize + 1..end {
-            if values[row(at)] > values[best] {
+            if matches[row(at)] > matches[best] {
                 best = row(at);
             }
         }
-        rows.push(best as i64);
+        bytes.extend_from_slice(keys.get(best));
+        // Fits: the bytes are at most the keys', whose offsets are int32.
+        offsets.push(bytes.len() as i32);
+        merged_matches.push(matches[best]);
+        merged_volumes.push(volumes[best]);
     }
-    rows
+    (offsets, bytes, merged_matches, merged_volumes)
 }
 
 /// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
@@ -1061,16 +1082,37 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn rows_of_max_first_on_ties_through_the_order() {
-        let values = [5, -1, 7, 7, -1, 3];
-        // groups (in ORDER's positions): [0, 2) [2, 5) [5, 6)
-        let order = [1, 4, 3, 2, 0, 5];
+    fn merged_tokens_keep_the_counts_of_their_largest_match_first_on_ties_through_the_order() {
+        // rows "b" "a" "a" "b" "a" "c"; groups (in ORDER's positions): "a" [0, 3), "b" [3, 5), "c" [5, 6)
+        let (offsets, data) = keys_of(&["b", "a", "a", "b", "a", "c"]);
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        let (matches, volumes) = ([-1, 7, 7, 5, -1, -1], [-1, 2, 3, 4, -1, -1]);
+        let order = [4, 1, 2, 0, 3, 5];
+        let merged = merge_tokens(&keys, &matches, &volumes, Some(&order), &[0, 3, 5]);
         assert_eq!(
-            rows_of_max(&values, Some(&order), &[0, 2, 5]),
-            vec![1, 3, 5]
+            merged,
+            (vec![0, 1, 2, 3], b"abc".to_vec(), vec![7, 5, -1], vec![2, 4, -1])
         );
-        assert_eq!(rows_of_max(&values, None, &[0, 1, 4]), vec![0, 2, 5]);
-        assert_eq!(rows_of_max(&[], None, &[]), Vec::<i64>::new());
+        let (offsets, data) = keys_of(&["a", "b", "b"]);
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        assert_eq!(
+            merge_tokens(&keys, &[3, -1, 0], &[1, -1, 0], None, &[0, 1]),
+            (vec![0, 1, 2], b"ab".to_vec(), vec![3, 0], vec![1, 0])
+        );
+        let none = Keys {
+            offsets: &[0],
+            data: &[],
+        };
+        assert_eq!(
+            merge_tokens(&none, &[], &[], None, &[]),
+            (vec![0], vec![], vec![], vec![])
+        );
     }
 
     /// distinct_tokens of KEYS: (tokens as strings, their unigram rows).
