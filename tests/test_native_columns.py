@@ -71,6 +71,23 @@ def test_filled_counts_are_the_column_with_its_nulls_replaced_chunk_by_chunk():
         assert columnar.filled(column, -1).tolist() == [-1 if v is None else v for v in column.to_pylist()]
 
 
+@pytest.mark.parametrize("kind", [pa.string(), pa.binary()])
+def test_a_chunked_column_made_whole_is_its_rows_in_one_array(kind):
+    rng = random.Random(5)
+    words = [rng.choice(TOKENS) for _ in range(900)]
+    array = pa.array(words if kind == pa.string() else [w.encode() for w in words], kind)
+    empty = pa.array([], kind)
+    for chunks in ([array.slice(0, 10), array.slice(10, 0), array.slice(10, 500), array.slice(510)],
+                   [array.slice(3, 7), empty, array.slice(800, 50)], [pa.array(["", ""], kind), array.slice(5, 1)]):
+        column = pa.chunked_array(chunks, kind)
+        for piece in (column, column.slice(2, len(column) - 4)):
+            joined = columnar.whole(piece)
+            joined.validate(full=True)
+            assert joined.type == kind and joined.to_pylist() == piece.to_pylist()
+    counts = pa.chunked_array([pa.array([1, 2, 3], pa.int64()).slice(1), pa.array([4, 5], pa.int64())])
+    assert columnar.numpy(counts).tolist() == [2, 3, 4, 5]
+
+
 def _python_stats(span: bytes) -> tuple[int, int, int]:
     """Of a span mask: its first byte is the index in the whole mask of the bytes after it."""
     base, mask = 8 * span[0], span[1:]
