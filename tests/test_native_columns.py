@@ -62,15 +62,6 @@ def test_merged_tokens_are_each_token_once_with_the_counts_of_its_largest_match(
         assert merged_volumes.tolist() == volumes[best].tolist()
 
 
-def test_filled_counts_are_the_column_with_its_nulls_replaced_chunk_by_chunk():
-    rng = random.Random(4)
-    values = [rng.choice([None, 0, 1, 2**40]) for _ in range(1000)]
-    whole = pa.array(values, pa.int64())
-    chunked = pa.chunked_array([whole.slice(0, 13), whole.slice(13, 0), whole.slice(13, 600), whole.slice(613)])
-    for column in (whole, whole.slice(7, 500), chunked, chunked.slice(5, 900), pa.chunked_array([], pa.int64())):
-        assert columnar.filled(column, -1).tolist() == [-1 if v is None else v for v in column.to_pylist()]
-
-
 @pytest.mark.parametrize("kind", [pa.string(), pa.binary()])
 def test_a_chunked_column_made_whole_is_its_rows_in_one_array(kind):
     rng = random.Random(5)

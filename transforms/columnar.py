@@ -21,59 +21,14 @@ MASK_TYPE = pa.binary()  # of its span
 def whole(column) -> pa.Array:
     """A column (an array, or a chunked array such as a table's) as one array: a chunked array's only chunk
     as it is, since ChunkedArray.combine_chunks copies even one chunk (1M n-grams: 11 ms); several
-    concatenated, strings without nulls by NumPy (_joined_strings)."""
-    if not isinstance(column, pa.ChunkedArray):
-        return column
-    if column.num_chunks == 1:
-        return column.chunk(0)
-    if column.type in (pa.string(), pa.binary()) and column.null_count == 0 and column.num_chunks:
-        return _joined_strings(column)
-    return column.combine_chunks()
-
-
-def _joined_strings(column: pa.ChunkedArray) -> pa.Array:
-    """The chunks of a string or binary column without nulls as one array: each chunk's bytes and offsets
-    copied once where NumPy puts them. Arrow's concatenation took 2-3 times as long (1.58M n-grams in 42
-    chunks: 10.3 ms), its fresh buffers faulted in page by page."""
-    offsets, data, at = [np.zeros(1, np.int32)], [], 0
-    for chunk in column.chunks:
-        _, chunk_offsets, chunk_data = chunk.buffers()
-        ends = np.frombuffer(chunk_offsets, np.int32, len(chunk) + 1, 4 * chunk.offset)
-        data.append(np.frombuffer(chunk_data or b"", np.uint8, ends[-1] - ends[0], ends[0]))
-        offsets.append(ends[1:] + np.int32(at - ends[0]))
-        at += int(ends[-1] - ends[0])
-    if at >= 2**31:  # past int32 offsets: Arrow's own concatenation says so
-        return column.combine_chunks()
-    return pa.Array.from_buffers(column.type, len(column),
-                                 [None, pa.py_buffer(np.concatenate(offsets)), pa.py_buffer(np.concatenate(data))])
+    concatenated."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
 
 
 def numpy(column) -> np.ndarray:
-    """A column as one NumPy array (nulls as Arrow's to_numpy gives them); a chunked array's chunks joined by
-    NumPy, which copies them once (1.58M counts in 42 chunks: 3.2 ms, Arrow's concatenation 8.0)."""
-    if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1:
-        return np.concatenate([chunk.to_numpy(zero_copy_only=False) for chunk in column.chunks])
     return whole(column).to_numpy(zero_copy_only=False)
-
-
-def filled(column, missing: int) -> np.ndarray:
-    """An int64 column (an array, or a chunked array such as a table's) as one NumPy array, its nulls as
-    MISSING: each chunk's values copied once into it where they lie. (Concatenating the chunks and then filling
-    the nulls were two copies, the first into pages never touched: 16 ms for 1.75M counts in 51 chunks,
-    against 3-4 ms.)"""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    out = np.empty(len(column), np.int64)
-    at = 0
-    for chunk in chunks:
-        validity, values = chunk.buffers()
-        rows = out[at:at + len(chunk)]
-        rows[:] = np.frombuffer(values, np.int64, len(chunk), 8 * chunk.offset)
-        if chunk.null_count:
-            valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=chunk.offset + len(chunk),
-                                  bitorder="little")[chunk.offset:]
-            rows[valid == 0] = missing
-        at += len(chunk)
-    return out
 
 
 def run_starts(keys) -> np.ndarray:

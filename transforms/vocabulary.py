@@ -129,7 +129,7 @@ _RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: a flag and a coun
 def _counts(tokens: pa.Table, column: str = "match_count") -> np.ndarray:
     """Each token's unigram match count (or COLUMN's count), -1 where it has none: what its rank puts before
     its bytes (native.rank_keys), and what native.merge_tokens folds."""
-    return columnar.filled(tokens[column], -1)
+    return columnar.numpy(columnar.whole(tokens[column]).fill_null(-1))
 
 
 def with_rank(tokens: pa.Table) -> pa.Table:
