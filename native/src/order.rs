@@ -611,8 +611,9 @@ pub const RANK_HEAD: usize = 9;
 /// The merged rows of groups of token rows (KEYS, with MATCHES and VOLUMES, -1: none), grouped as fold_groups
 /// takes them: each group's token, and the counts of its row of largest match count, the first of them on
 /// ties (a token's one counted row, which any of the token run files may hold), as (offsets, bytes, matches,
-/// volumes). One pass that gathers each row where it lies: the rows found first and then taken by Arrow were
-/// twice the time, the take looking each row's chunk up.
+/// volumes). One pass that gathers each row where it lies, where the rows were found first and then taken by
+/// Arrow, which looked each row's chunk up (a merge of 1.75M token rows alone: 180 -> 137 ms; in an import,
+/// within the host's spread).
 pub fn merge_tokens(
     keys: &Keys,
     matches: &[i64],
