@@ -72,7 +72,7 @@ def merge_tokens(tokens: pa.Array, matches: np.ndarray, volumes: np.ndarray, ord
 def radix_order(keys: np.ndarray) -> np.ndarray:
     """The positions of int64 KEYS, compared as unsigned numbers, in ascending order, equal keys in their
     order (int64): native/src/order.rs, a radix sort."""
-    return np.frombuffer(_kernel.radix_order(np.ascontiguousarray(keys, np.int64)), np.int64)
+    return np.frombuffer(_kernel.radix_order(_int64s(keys)), np.int64)
 
 
 #: The bytes of a rank_keys key before its token's.
@@ -84,7 +84,7 @@ def rank_keys(tokens: pa.Array, counts: np.ndarray) -> pa.BinaryArray:
     (transforms/vocabulary.py, with_rank): native/src/order.rs."""
     if len(tokens) == 0:
         return pa.array([], pa.binary())
-    offsets, data = _kernel.rank_keys(*_string_buffers(tokens), np.ascontiguousarray(counts, np.int64))
+    offsets, data = _kernel.rank_keys(*_string_buffers(tokens), _int64s(counts))
     return pa.Array.from_buffers(pa.binary(), len(tokens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
@@ -140,9 +140,8 @@ def _grouped(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, or
              starts: np.ndarray) -> tuple:
     """The columns of the kernel's merges of groups (merge_groups, merge_ngrams), as it takes them: one tuple."""
     chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
-    return (*_string_buffers(keys), np.ascontiguousarray(matches, np.int64), np.ascontiguousarray(volumes, np.int64),
-            [_string_buffers(c) for c in chunks if len(c)],
-            None if order is None else np.ascontiguousarray(order, np.int64), np.ascontiguousarray(starts, np.int64))
+    return (*_string_buffers(keys), _int64s(matches), _int64s(volumes), [_string_buffers(c) for c in chunks if len(c)],
+            _int64s(order), _int64s(starts))
 
 
 _SUMMED = ("match", "volume")  # the kernel's columns of a sum past int64, by number

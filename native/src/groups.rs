@@ -301,6 +301,7 @@ fn each_group(
 mod tests {
     use super::*;
     use crate::fields::YEAR_MIN;
+    use crate::order::tests::keys_of;
 
     fn groups<'a, 'b>(
         keys: &'a Keys<'b>,
@@ -412,21 +413,10 @@ mod tests {
         }
     }
 
-    /// A column of spans laid out as Arrow does, from each span's bytes.
-    fn column(spans: &[Vec<u8>]) -> (Vec<i32>, Vec<u8>) {
-        let mut offsets = vec![0];
-        let mut data = Vec::new();
-        for span in spans {
-            data.extend_from_slice(span);
-            offsets.push(data.len() as i32);
-        }
-        (offsets, data)
-    }
-
     #[test]
     fn n_gram_rows_come_apart_by_order_with_their_years_and_the_rare_ones_left_out() {
         // Keys in key order through ORDER: "a" (rows 1, 4), "a b" (0, 3), "b" (5), "c d e" (2).
-        let (offsets, data) = column(&[
+        let (offsets, data) = keys_of(&[
             b"a b".to_vec(),
             b"a".to_vec(),
             b"c d e".to_vec(),
@@ -439,7 +429,7 @@ mod tests {
             data: &data,
         };
         // Years: row 0 bit 0, row 3 bit 9, row 1 bits 1 and 2, row 4 bit 2, rows 2 and 5 bit 20.
-        let (span_offsets, span_data) = column(&[
+        let (span_offsets, span_data) = keys_of(&[
             vec![0, 0b1],
             vec![0, 0b110],
             vec![2, 0b1_0000],
@@ -515,7 +505,7 @@ mod tests {
         let spans: Vec<Vec<u8>> = (0..rows)
             .map(|_| vec![(next() % 80) as u8, 1 + (next() % 255) as u8])
             .collect();
-        let (key_offsets, key_data) = column(
+        let (key_offsets, key_data) = keys_of(
             &(0..rows)
                 .map(|row| format!("{row:05}").into_bytes())
                 .collect::<Vec<_>>(),
@@ -531,7 +521,7 @@ mod tests {
         assert!(scattered(&order));
         let starts: Vec<i64> = (0..rows as i64).collect();
         let values = vec![1i64; rows];
-        let (whole_offsets, whole_data) = column(&spans);
+        let (whole_offsets, whole_data) = keys_of(&spans);
         let whole = [Keys {
             offsets: &whole_offsets,
             data: &whole_data,
@@ -539,7 +529,7 @@ mod tests {
         let cuts = [0, 1, 700, 701, 2048, rows];
         let pieces: Vec<_> = cuts
             .windows(2)
-            .map(|w| column(&spans[w[0]..w[1]]))
+            .map(|w| keys_of(&spans[w[0]..w[1]]))
             .collect();
         let chunks: Vec<Keys> = pieces
             .iter()

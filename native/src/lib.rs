@@ -615,12 +615,9 @@ fn merge_tokens<'py>(
     let starts = int64s(&starts)?;
     let merged = with_keys(&offsets, &data, |keys| {
         let rows = keys.len();
-        let fit = matches.len() == rows
-            && volumes.len() == rows
-            && groups_fit(order, starts, rows, rows);
-        fit.then(|| {
-            py.allow_threads(|| order::merge_tokens(keys, matches, volumes, order, starts))
-        })
+        let fit =
+            matches.len() == rows && volumes.len() == rows && groups_fit(order, starts, rows, rows);
+        fit.then(|| py.allow_threads(|| order::merge_tokens(keys, matches, volumes, order, starts)))
     })?;
     let Some((offsets, bytes, matches, volumes)) = merged else {
         return Err(PyValueError::new_err(

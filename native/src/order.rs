@@ -954,11 +954,13 @@ pub(crate) mod tests {
         }
     }
 
-    fn keys_of(words: &[&str]) -> (Vec<i32>, Vec<u8>) {
+    /// WORDS laid out as an Arrow string or binary array: (offsets, data). Tests of other modules lay out
+    /// their columns here too.
+    pub(crate) fn keys_of<W: AsRef<[u8]>>(words: &[W]) -> (Vec<i32>, Vec<u8>) {
         let mut offsets = vec![0];
         let mut data = Vec::new();
         for w in words {
-            data.extend_from_slice(w.as_bytes());
+            data.extend_from_slice(w.as_ref());
             offsets.push(data.len() as i32);
         }
         (offsets, data)
@@ -1095,7 +1097,12 @@ pub(crate) mod tests {
         let merged = merge_tokens(&keys, &matches, &volumes, Some(&order), &[0, 3, 5]);
         assert_eq!(
             merged,
-            (vec![0, 1, 2, 3], b"abc".to_vec(), vec![7, 5, -1], vec![2, 4, -1])
+            (
+                vec![0, 1, 2, 3],
+                b"abc".to_vec(),
+                vec![7, 5, -1],
+                vec![2, 4, -1]
+            )
         );
         let (offsets, data) = keys_of(&["a", "b", "b"]);
         let keys = Keys {
