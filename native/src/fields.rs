@@ -6,6 +6,8 @@
 //! doubled spaces, a trailing carriage return) returns None, and the chunk
 //! goes to that parser, which names every malformed line.
 
+use crate::order::same_key;
+
 /// Years a row may carry (schemas.YEAR_MIN / YEAR_MAX).
 pub const YEAR_MIN: u16 = 1400;
 pub const YEAR_MAX: u16 = 2100;
@@ -216,7 +218,8 @@ impl Cursor<'_> {
 pub fn key<'a>(text: &'a [u8], checked: Option<&'a [u8]>) -> Option<&'a [u8]> {
     match checked {
         Some(previous)
-            if text.get(previous.len()) == Some(&b'\t') && text.starts_with(previous) =>
+            if text.get(previous.len()) == Some(&b'\t')
+                && same_key(&text[..previous.len()], previous) =>
         {
             Some(previous)
         }
