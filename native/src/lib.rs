@@ -154,10 +154,13 @@ fn collapse_chunk<'py>(
         keep_years,
     };
     let chunk = buffer_bytes(&chunk)?;
-    let Some(runs) = py.allow_threads(|| collapse(chunk, format, &policy)) else {
+    let Some((runs, flags)) = py.allow_threads(|| {
+        let runs = collapse(chunk, format, &policy)?;
+        let flags: Vec<u8> = runs.fold_in_python.iter().map(|&f| f as u8).collect();
+        Some((runs, flags))
+    }) else {
         return Ok(None);
     };
-    let flags: Vec<u8> = runs.fold_in_python.iter().map(|&f| f as u8).collect();
     let series = if keep_years {
         PyTuple::new(
             py,
@@ -255,14 +258,13 @@ fn buffer_bytes<T: Element>(buffer: &PyBuffer<T>) -> PyResult<&[u8]> {
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), buffer.len_bytes()) })
 }
 
-/// F of the keys of an Arrow string array's buffers (OFFSETS: n + 1 int32, into DATA), once they are
+/// F of the keys of an Arrow string array's buffers (OFFSET_BYTES: n + 1 int32, into DATA), once they are
 /// checked to lie within the data.
 fn with_keys<R>(
-    offsets: &PyBuffer<i8>,
-    data: &PyBuffer<i8>,
+    offset_bytes: &[u8],
+    data: &[u8],
     f: impl FnOnce(&order::Keys) -> R,
 ) -> PyResult<R> {
-    let (offset_bytes, data) = (buffer_bytes(offsets)?, buffer_bytes(data)?);
     let offsets = int32s(offset_bytes);
     let keys = order::Keys {
         offsets: &offsets,
@@ -274,14 +276,17 @@ fn with_keys<R>(
     Ok(f(&keys))
 }
 
-/// F of the keys of an Arrow string array's buffers (with_keys), run without holding Python's lock.
+/// F of the keys of an Arrow string array's buffers (with_keys), checked and run without holding Python's
+/// lock: the checks are passes over every row too (the spill's merges held the lock 0.1 s of an import for
+/// them, while the other worker waited for it).
 fn on_keys<R: Send>(
     py: Python<'_>,
     offsets: &PyBuffer<i8>,
     data: &PyBuffer<i8>,
     f: impl FnOnce(&order::Keys) -> R + Send,
 ) -> PyResult<R> {
-    with_keys(offsets, data, |keys| py.allow_threads(|| f(keys)))
+    let (offsets, data) = (buffer_bytes(offsets)?, buffer_bytes(data)?);
+    py.allow_threads(|| with_keys(offsets, data, f))
 }
 
 /// merge_order(offsets, data) -> (order, starts)
@@ -411,9 +416,8 @@ fn mask_stats<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (first, last, years) = with_spans(&offsets, &data, |spans| {
-        py.allow_threads(|| masks::stats(spans))
-    })?;
+    let (offsets, data) = (buffer_bytes(&offsets)?, buffer_bytes(&data)?);
+    let (first, last, years) = py.allow_threads(|| with_spans(offsets, data, masks::stats))?;
     PyTuple::new(
         py,
         [
@@ -425,11 +429,7 @@ fn mask_stats<'py>(
 }
 
 /// F of the span masks of a binary column's buffers, once they are checked to be spans of masks.
-fn with_spans<R>(
-    offsets: &PyBuffer<i8>,
-    data: &PyBuffer<i8>,
-    f: impl FnOnce(&order::Keys) -> R,
-) -> PyResult<R> {
+fn with_spans<R>(offsets: &[u8], data: &[u8], f: impl FnOnce(&order::Keys) -> R) -> PyResult<R> {
     with_keys(offsets, data, |spans| {
         if !masks::valid(spans) {
             return Err(PyValueError::new_err(
@@ -527,33 +527,41 @@ impl GroupColumns {
         merge: impl FnOnce(&groups::Groups) -> Result<T, groups::Unmade> + Send,
     ) -> PyResult<Result<T, [usize; 2]>> {
         let GroupColumns(offsets, data, matches, volumes, mask_chunks, order, starts) = self;
-        let buffers = mask_chunks
+        let mask_buffers = mask_chunks
             .iter()
-            .map(|(offsets, data)| Ok((int32s(buffer_bytes(offsets)?), buffer_bytes(data)?)))
+            .map(|(offsets, data)| Ok((buffer_bytes(offsets)?, buffer_bytes(data)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        let spans: Vec<order::Keys> = buffers
-            .iter()
-            .map(|(offsets, data)| order::Keys { offsets, data })
-            .collect();
+        let (offsets, data) = (buffer_bytes(offsets)?, buffer_bytes(data)?);
         let (matches, volumes) = (int64s(matches)?, int64s(volumes)?);
         let order = order.as_ref().map(int64s).transpose()?;
         let starts = int64s(starts)?;
-        let merged = with_keys(offsets, data, |keys| {
-            let rows = keys.len();
-            let fit = matches.len() == rows
-                && volumes.len() == rows
-                && spans.iter().all(|c| c.valid() && masks::valid(c))
-                && spans.iter().map(order::Keys::len).sum::<usize>() == rows
-                && groups_fit(order, starts, rows, rows.max(1));
-            let groups = groups::Groups {
-                keys,
-                matches,
-                volumes,
-                mask_chunks: &spans,
-                order,
-                starts,
-            };
-            fit.then(|| py.allow_threads(|| merge(&groups)))
+        // Checked and merged without Python's lock (on_keys).
+        let merged = py.allow_threads(|| {
+            let buffers: Vec<_> = mask_buffers
+                .iter()
+                .map(|&(offsets, data)| (int32s(offsets), data))
+                .collect();
+            let spans: Vec<order::Keys> = buffers
+                .iter()
+                .map(|(offsets, data)| order::Keys { offsets, data })
+                .collect();
+            with_keys(offsets, data, |keys| {
+                let rows = keys.len();
+                let fit = matches.len() == rows
+                    && volumes.len() == rows
+                    && spans.iter().all(|c| c.valid() && masks::valid(c))
+                    && spans.iter().map(order::Keys::len).sum::<usize>() == rows
+                    && groups_fit(order, starts, rows, rows.max(1));
+                let groups = groups::Groups {
+                    keys,
+                    matches,
+                    volumes,
+                    mask_chunks: &spans,
+                    order,
+                    starts,
+                };
+                fit.then(|| merge(&groups))
+            })
         })?;
         match merged {
             None => Err(PyValueError::new_err(format!(
@@ -584,13 +592,12 @@ fn sum_groups<'py>(
     let values = int64s(&values)?;
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
-    if !groups_fit(order, starts, values.len(), values.len()) {
-        return Err(PyValueError::new_err(
-            "sum_groups: values, order and starts disagree",
-        ));
-    }
-    let (sums, failed) =
-        py.allow_threads(|| order::fold_groups(values, order, starts, i64::checked_add));
+    let (sums, failed) = py
+        .allow_threads(|| {
+            groups_fit(order, starts, values.len(), values.len())
+                .then(|| order::fold_groups(values, order, starts, i64::checked_add))
+        })
+        .ok_or_else(|| PyValueError::new_err("sum_groups: values, order and starts disagree"))?;
     Ok((Owned::wrap(py, sums)?, failed.map_or(-1, |g| g as i64)))
 }
 
@@ -613,11 +620,11 @@ fn merge_tokens<'py>(
     let (matches, volumes) = (int64s(&matches)?, int64s(&volumes)?);
     let order = order.as_ref().map(int64s).transpose()?;
     let starts = int64s(&starts)?;
-    let merged = with_keys(&offsets, &data, |keys| {
+    let merged = on_keys(py, &offsets, &data, |keys| {
         let rows = keys.len();
         let fit =
             matches.len() == rows && volumes.len() == rows && groups_fit(order, starts, rows, rows);
-        fit.then(|| py.allow_threads(|| order::merge_tokens(keys, matches, volumes, order, starts)))
+        fit.then(|| order::merge_tokens(keys, matches, volumes, order, starts))
     })?;
     let Some((offsets, bytes, matches, volumes)) = merged else {
         return Err(PyValueError::new_err(
