@@ -1,6 +1,7 @@
 """The native column functions (native/src/order.rs, masks.rs, groups.rs) against independent references: Arrow's
 stable sort, plain Python over the bits, NumPy's reduceat."""
 
+import bisect
 import random
 
 import numpy as np
@@ -12,6 +13,7 @@ from ngramflow.schemas import NGRAMS, YEAR_MIN
 from ngramflow.transforms import columnar, native
 from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.merge import merge_runs
+from ngramflow.transforms.runfiles import rows_below
 from ngramflow.transforms.total import by_order, keep_frequent, ngram_tables, to_ngram_table
 
 #: Keys past a sort's head of 16 bytes (order.rs): ones that tie there, and one the others' prefix.
@@ -60,6 +62,25 @@ def test_merged_tokens_are_each_token_once_with_the_counts_of_its_largest_match(
         assert tokens.to_pylist() == [keys[int(r)].as_py() for r in best]
         assert merged_matches.tolist() == matches[best].tolist()
         assert merged_volumes.tolist() == volumes[best].tolist()
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.binary()])
+def test_rows_below_a_key_are_those_bisect_counts(kind):
+    """runfiles.rows_below (native) against Python's bisect over the same sorted keys, str or bytes, in slices
+    and in chunks: keys that are others' prefixes, that tie past 16 bytes, and keys found and not found."""
+    rng = random.Random(4)
+    probes = [*TOKENS, "0", "a a", "of the united", "of the united states of america", "\uffff"]
+    for _ in range(100):
+        words = sorted(rng.choice(TOKENS) for _ in range(rng.randrange(0, 40)))
+        values = [w if kind == pa.string() else w.encode() for w in words]
+        keys = pa.array(values, kind)
+        half = len(keys) // 2
+        for sample, listed in [(keys, values), (keys.slice(1, half), values[1:1 + half]),
+                               (pa.chunked_array([keys.slice(0, half), keys.slice(half)], kind), values)]:
+            for probe in probes:
+                key = probe if kind == pa.string() else probe.encode()
+                assert rows_below(sample, key) == bisect.bisect_left(listed, key)
+                assert rows_below(sample, key, through=True) == bisect.bisect_right(listed, key)
 
 
 @pytest.mark.parametrize("kind", [pa.string(), pa.binary()])

@@ -75,6 +75,14 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
     return np.frombuffer(_kernel.radix_order(_int64s(keys)), np.int64)
 
 
+def rows_below(keys: pa.Array, key: str | bytes, through: bool = False) -> int:
+    """The rows of a sorted string or binary array whose keys are below KEY (or up to and with it, THROUGH), in
+    UTF-8 byte order, which is Python's order of str: native/src/order.rs, a binary search."""
+    if len(keys) == 0:
+        return 0
+    return _kernel.rows_below(*_string_buffers(keys), key.encode() if isinstance(key, str) else key, through)
+
+
 #: The bytes of a rank_keys key before its token's.
 RANK_HEAD = _kernel.RANK_HEAD
 

@@ -24,7 +24,6 @@ shared file system, or in gs:// or s3://: the workers of a Flink cluster share n
 disk, and each merge reads files other workers wrote.
 """
 
-import bisect
 import functools
 import os
 import posixpath
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.fs
 
+from ngramflow.transforms import columnar, native
 from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_COMPRESSION
 
 
@@ -198,10 +198,10 @@ class AscendingRuns:
 
 
 def rows_below(keys, key, through: bool = False) -> int:
-    """The rows of sorted KEYS below KEY (or up to it, THROUGH): a binary search of log2(n) look-ups
-    (Python's str and bytes order is UTF-8 byte order, which is Arrow's)."""
-    search = bisect.bisect_right if through else bisect.bisect_left
-    return search(range(len(keys)), key, key=lambda i: keys[i].as_py())
+    """The rows of sorted KEYS (an array or chunked array) below KEY (or up to it, THROUGH): natively, where
+    a binary search in Python made a Python string of each key it looked at (a merge's every step, every
+    run file: 0.07 s of an import's Python time, py-spy)."""
+    return native.rows_below(columnar.whole(keys), key, through)
 
 
 def rows_before(run: RunFile, key) -> int:

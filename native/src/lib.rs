@@ -675,6 +675,23 @@ fn int64s(buffer: &PyBuffer<i64>) -> PyResult<&[i64]> {
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
 }
 
+/// rows_below(offsets, data, key, through) -> int
+///
+/// The rows of keys laid out as an Arrow string or binary array (OFFSETS: n + 1 int32, into DATA), sorted,
+/// whose keys are below KEY, or up to and with it (THROUGH): a binary search (order.rs).
+#[pyfunction]
+fn rows_below(
+    py: Python<'_>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+    key: &[u8],
+    through: bool,
+) -> PyResult<usize> {
+    on_keys(py, &offsets, &data, |keys| {
+        order::rows_below(keys, key, through)
+    })
+}
+
 /// radix_order(keys) -> bytes
 ///
 /// The positions (int64) of KEYS (int64, compared as unsigned) in ascending order, equal keys in their
@@ -706,6 +723,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_groups, m)?)?;
     m.add_function(wrap_pyfunction!(merge_ngrams, m)?)?;
     m.add_function(wrap_pyfunction!(radix_order, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_below, m)?)?;
     m.add_function(wrap_pyfunction!(rank_keys, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
     mkn::register(m)
