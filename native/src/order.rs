@@ -60,7 +60,7 @@ pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
     let mut previous = if n > 0 { keys.get(row(0)) } else { &[] };
     for at in 1..n {
         let key = keys.get(row(at));
-        if !same_key(key, previous) {
+        if key != previous {
             starts.push(at as i64);
         }
         previous = key;
@@ -77,7 +77,7 @@ const TOURNAMENT_PIECES: usize = 4;
 fn pieces(keys: &Keys) -> Vec<usize> {
     let n = keys.len();
     std::iter::once(0)
-        .chain((1..n).filter(|&i| key_order(keys.get(i - 1), keys.get(i)).is_gt()))
+        .chain((1..n).filter(|&i| keys.get(i - 1) > keys.get(i)))
         .chain(std::iter::once(n))
         .collect()
 }
