@@ -137,7 +137,7 @@ type Headed = (u64, u64, u64);
 const HEAD: usize = 16;
 const ROW_BITS: u64 = (1 << 59) - 1;
 
-/// The row of KEY (whose bytes before DEPTH are left out) as `sort_from` sorts it.
+/// ROW as `sort_from` sorts it at some depth, from REST, its key's bytes from that depth on.
 fn headed(rest: &[u8], row: u64) -> Headed {
     let length = rest.len().min(HEAD + 1) as u64;
     (
