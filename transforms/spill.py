@@ -148,18 +148,22 @@ class MergeRange(beam.DoFn):
         return merge_range(planned, self.min_count, self.folder, self.budget, self.root, self.schema,
                            self.compression, tokens)
 
-    def outputs(self, planned: Range, merged_range) -> list:
-        """What the range's merge outputs, but for its token runs."""
+    @staticmethod
+    def outputs(merged_range) -> list:
+        """What a range's merge outputs, but for its token runs."""
         parts, totals, _ = merged_range
+        return [beam.pvalue.TaggedOutput(ORDER_TOTALS, total) for total in totals.items()] + parts
+
+    def report_done(self, planned: Range) -> None:
         if self.progress_dir:
             report_range_done(self.progress_dir, planned.index, planned.count)
-        return [beam.pvalue.TaggedOutput(ORDER_TOTALS, total) for total in totals.items()] + parts
 
     def process(self, planned: Range):
         tokens = token_spiller(self.folder, self.budget)  # the range's own
         merged_range = self.merge(planned, tokens)
         yield from (beam.pvalue.TaggedOutput(TOKEN_RUNS, run) for run in merged_range[2] + tokens.flush())
-        yield from self.outputs(planned, merged_range)
+        self.report_done(planned)
+        yield from self.outputs(merged_range)
 
 
 class MergeRanges(MergeRange):
@@ -173,26 +177,33 @@ class MergeRanges(MergeRange):
         self.range_rows, self.workers = range_rows, workers
 
     def process(self, runs: list[RunFile]):
-        token_runs = []
         release_freed_memory()
-        # A token spiller a thread, for all of the ranges it merges: each range's own gave again every token
-        # it had, the tokens of the range before among them (tokens repeat across n-gram ranges: all but the
-        # first of an n-gram's are anywhere), and the vocabulary merged them all again.
-        spillers, local = [], threading.local()
+        planned = plan_ranges(runs, self.range_rows, self.workers)
+        unmerged, taking = iter(planned), threading.Lock()
 
-        def merge(planned: Range):
-            if not hasattr(local, "tokens"):
-                local.tokens = token_spiller(self.folder, self.budget)
-                spillers.append(local.tokens)
-            return self.merge(planned, local.tokens)
+        def merge_ranges() -> tuple[list, list[RunFile]]:
+            """(range, merged range) of each range this thread takes, in turn while any is left, and its token
+            runs. A token spiller a thread, for all of the ranges it merges: each range's own gave again every
+            token it had, the tokens of the range before among them (tokens repeat across n-gram ranges: all
+            but the first of an n-gram's are anywhere), and the vocabulary merged them all again. It is flushed
+            as its thread runs out of ranges, while the others merge their last: flushed after all of them, the
+            spillers' merges kept one core busy and the other idle (8 unsorted files, 80M rows: 0.07 s)."""
+            tokens, taken = token_spiller(self.folder, self.budget), []
+            while True:
+                with taking:
+                    each = next(unmerged, None)
+                if each is None:
+                    return taken, tokens.flush()
+                taken.append((each, self.merge(each, tokens)))
+                self.report_done(each)
 
         with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="merge") as pool:
-            planned = plan_ranges(runs, self.range_rows, self.workers)
-            for each, merged_range in zip(planned, pool.map(merge, planned)):
-                token_runs += merged_range[2]
-                yield from self.outputs(each, merged_range)
-        for tokens in spillers:
-            token_runs += tokens.flush()
+            threads = [pool.submit(merge_ranges) for _ in range(self.workers)]
+            done = [thread.result() for thread in threads]
+        token_runs = [run for _, flushed in done for run in flushed]
+        for _, merged_range in sorted((pair for taken, _ in done for pair in taken), key=lambda pair: pair[0].index):
+            token_runs += merged_range[2]
+            yield from self.outputs(merged_range)
         yield beam.pvalue.TaggedOutput(TOKEN_RUNS, token_runs)
 
 
