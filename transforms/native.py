@@ -186,3 +186,46 @@ def merge_ngrams(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks
              *(np.frombuffer(column, np.int64) for column in (sums_m, sums_v)),
              *(np.frombuffer(column, np.int16) for column in (first, last, years)))
             for order, key_offsets, key_bytes, sums_m, sums_v, first, last, years in found]
+
+
+#: The kernel's names of the column types its Parquet writer takes (native/src/parquet.rs).
+_PARQUET_KINDS = {pa.string(): "utf8", pa.int8(): "int8", pa.int16(): "int16", pa.int32(): "int32",
+                  pa.int64(): "int64"}
+
+
+def parquet_writable(schema: pa.Schema) -> bool:
+    """Whether ParquetFile writes files of SCHEMA: flat columns of its types, without nulls."""
+    return all(field.type in _PARQUET_KINDS and not field.nullable for field in schema)
+
+
+class ParquetFile:
+    """A Parquet file of SCHEMA (parquet_writable) written by the kernel (native/src/parquet.rs): strings
+    DELTA_BYTE_ARRAY, integers DELTA_BINARY_PACKED, the pages of the columns in ZSTD compressed with zstd,
+    min/max statistics; the footer holds KEY_VALUE metadata. ``header``, ``row_group`` of each table of
+    rows, then ``footer`` give the bytes to write in turn."""
+
+    def __init__(self, schema: pa.Schema, zstd: set[str], key_value: dict[str, str], created_by: str):
+        self.schema = schema
+        self.file = _kernel.ParquetFile(schema.names, [_PARQUET_KINDS[field.type] for field in schema],
+                                        [name in zstd for name in schema.names], list(key_value.items()),
+                                        created_by)
+
+    def header(self) -> bytes:
+        return self.file.header()
+
+    def row_group(self, table: pa.Table):
+        """The bytes of a row group of TABLE's rows (of the file's schema, no nulls)."""
+        buffers = []
+        for field, column in zip(self.schema, table.columns):
+            array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            if array.null_count:
+                raise ValueError(f"{field.name}: nulls, which the kernel's Parquet files do not hold")
+            if field.type == pa.string():
+                buffers += _string_buffers(array) if len(array) else [pa.py_buffer(b"\0\0\0\0"), _NO_BYTES]
+            else:
+                width = array.type.bit_width // 8
+                buffers.append(array.buffers()[1].slice(array.offset * width, len(array) * width))
+        return self.file.row_group(buffers)
+
+    def footer(self) -> bytes:
+        return self.file.footer()

@@ -13,6 +13,7 @@ mod groups;
 mod masks;
 mod mkn;
 mod order;
+mod parquet;
 mod policy;
 mod prefetch;
 mod recent;
@@ -706,6 +707,128 @@ fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py,
     Owned::wrap(py, order)
 }
 
+/// ParquetFile(names, kinds, zstd, key_value, created_by)
+///
+/// A Parquet file of flat columns without nulls (parquet.rs): NAMES, KINDS ("utf8", "int8", "int16",
+/// "int32", "int64"), whether each column's pages are compressed with zstd, the footer's KEY_VALUE metadata
+/// and CREATED_BY. header(), row_group(buffers) for each row group and footer() give the file's bytes in turn.
+#[pyclass]
+struct ParquetFile(parquet::File);
+
+#[pymethods]
+impl ParquetFile {
+    #[new]
+    fn new(
+        names: Vec<String>,
+        kinds: Vec<String>,
+        zstd: Vec<bool>,
+        key_value: Vec<(String, String)>,
+        created_by: String,
+    ) -> PyResult<Self> {
+        if names.len() != kinds.len() || names.len() != zstd.len() {
+            return Err(PyValueError::new_err(
+                "ParquetFile: names, kinds and zstd disagree",
+            ));
+        }
+        let specs = names
+            .into_iter()
+            .zip(kinds)
+            .zip(zstd)
+            .map(|((name, kind), zstd)| {
+                let kind = match kind.as_str() {
+                    "utf8" => parquet::Kind::Utf8,
+                    "int8" => parquet::Kind::Int(8),
+                    "int16" => parquet::Kind::Int(16),
+                    "int32" => parquet::Kind::Int(32),
+                    "int64" => parquet::Kind::Int(64),
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "unknown column kind {other:?}"
+                        )))
+                    }
+                };
+                Ok(parquet::Spec { name, kind, zstd })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let file = parquet::File::new(specs, key_value, created_by)
+            .map_err(|err| PyValueError::new_err(format!("zstd: {err}")))?;
+        Ok(ParquetFile(file))
+    }
+
+    fn header<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.header())
+    }
+
+    /// row_group(buffers) -> the row group's bytes: per column, of its kind, a utf8 column's two buffers (an
+    /// Arrow string array's offsets, n + 1 int32, and data) or an integer column's values (little-endian).
+    fn row_group<'py>(
+        &mut self,
+        py: Python<'py>,
+        buffers: Vec<PyBuffer<i8>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let slices = buffers
+            .iter()
+            .map(buffer_bytes)
+            .collect::<PyResult<Vec<_>>>()?;
+        let file = &mut self.0;
+        let bytes = py.allow_threads(|| -> Result<Vec<u8>, String> {
+            let mut given = slices.iter();
+            let mut taken = Vec::new();
+            for spec in file.specs() {
+                let mut next = || given.next().copied().ok_or("row_group: too few buffers");
+                taken.push(match spec.kind {
+                    parquet::Kind::Utf8 => (next()?, Some(next()?)),
+                    parquet::Kind::Int(_) => (next()?, None),
+                });
+            }
+            if given.next().is_some() {
+                return Err("row_group: too many buffers".into());
+            }
+            let offsets: Vec<_> = taken
+                .iter()
+                .map(|(first, data)| data.map(|_| int32s(first)))
+                .collect();
+            let mut columns = Vec::with_capacity(taken.len());
+            for ((spec, (first, data)), offsets) in file.specs().iter().zip(&taken).zip(&offsets) {
+                columns.push(match (spec.kind, data, offsets) {
+                    (parquet::Kind::Utf8, Some(data), Some(offsets)) => {
+                        let keys = order::Keys { offsets, data };
+                        if first.len() % 4 != 0 || !keys.valid() {
+                            return Err("string offsets outside their data".into());
+                        }
+                        parquet::Values::Strings(keys)
+                    }
+                    (parquet::Kind::Int(bits), None, None) => {
+                        let width = bits as usize / 8;
+                        if first.len() % width != 0 {
+                            return Err(format!(
+                                "{width}-byte integers in a buffer of {} bytes",
+                                first.len()
+                            ));
+                        }
+                        parquet::Values::Ints {
+                            bytes: first,
+                            width,
+                        }
+                    }
+                    _ => unreachable!("buffers taken by kind"),
+                });
+            }
+            let rows = columns.first().map_or(0, |c| c.len());
+            if columns.iter().any(|c| c.len() != rows) {
+                return Err("row_group: columns of different lengths".into());
+            }
+            file.row_group(&columns)
+                .map_err(|err| format!("zstd: {err}"))
+        });
+        Owned::wrap(py, bytes.map_err(PyValueError::new_err)?)
+    }
+
+    fn footer<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.footer())
+    }
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
@@ -718,6 +841,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefix_stretches, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_tokens, m)?)?;
     m.add_class::<RecentTokens>()?;
+    m.add_class::<ParquetFile>()?;
     m.add_function(wrap_pyfunction!(sum_groups, m)?)?;
     m.add_function(wrap_pyfunction!(merge_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(merge_groups, m)?)?;

@@ -1,0 +1,107 @@
+"""The n-gram files' Parquet writer (native/src/parquet.rs, through transforms/sinks.py) against independent
+readers: pyarrow and DuckDB read its files back as the tables written, with the statistics Arrow's own writer
+gives the same rows."""
+
+import pathlib
+import random
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ngramflow.schemas import NGRAMS
+from ngramflow.transforms import sinks
+from conftest import SAMPLE, import_ok
+
+LIMITS = {pa.int8(): 2**7, pa.int16(): 2**15, pa.int64(): 2**63}
+WORDS = ["", "a", "ab", "abc", "b", "é", "ü b", "of the united states", "of the united state", "\u4e2d\u6587",
+         "x" * 40, "x" * 39 + "y"]
+
+
+def _key(rng: random.Random) -> str:
+    if rng.random() < 0.01:
+        return "long " * rng.randrange(200, 1200)  # past the statistics' 4096 bytes, or a page's share
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 4)))
+
+
+def _value(rng: random.Random, field: pa.Field) -> int:
+    limit = LIMITS[field.type]
+    return rng.choice([-limit, limit - 1, 0, -1, 1, rng.randrange(-limit, limit), rng.randrange(1900, 2020) % limit])
+
+
+def _table(rng: random.Random, rows: int, ordered: bool) -> pa.Table:
+    keys = [_key(rng) for _ in range(rows)]
+    if ordered:
+        keys.sort(key=str.encode)  # the n-gram files' order: UTF-8 bytes
+    columns = [keys] + [[_value(rng, field) for _ in range(rows)] for field in list(NGRAMS)[1:]]
+    return pa.table(columns, schema=NGRAMS)
+
+
+def _written(table: pa.Table, path, writer, row_group_rows: int):
+    with pa.OSFile(str(path), "wb") as fh, writer(fh, NGRAMS) as written:
+        for start in range(0, table.num_rows, 997):  # several writes, as a part file's pieces come
+            written.write_table(table.slice(start, 997), row_group_size=row_group_rows)
+    return pq.ParquetFile(str(path))
+
+
+def _arrow_writer(fh, schema):
+    return pq.ParquetWriter(fh, schema, **sinks._parquet(schema))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kernels_files_read_back_as_written_with_arrows_statistics(seed, tmp_path):
+    rng = random.Random(seed)
+    rows = rng.choice([1, 2, 127, 129, 3000, 40_000])
+    table = _table(rng, rows, ordered=seed % 3 != 0)
+    row_group_rows = rng.choice([100, 1000, 32 * 1024])
+    ours = _written(table, tmp_path / "kernel.parquet", sinks._KernelWriter, row_group_rows)
+    arrows = _written(table, tmp_path / "arrow.parquet", _arrow_writer, row_group_rows)
+    assert ours.metadata.created_by.startswith("ngramflow version")
+
+    back = ours.read()
+    assert back.schema == NGRAMS
+    assert back.equals(table)
+    assert ours.metadata.num_row_groups == arrows.metadata.num_row_groups
+    for group in range(ours.metadata.num_row_groups):
+        for column in range(len(NGRAMS)):
+            got = ours.metadata.row_group(group).column(column)
+            expected = arrows.metadata.row_group(group).column(column)
+            assert got.num_values == expected.num_values
+            assert got.statistics.has_min_max == expected.statistics.has_min_max, (group, column)
+            if expected.statistics.has_min_max:
+                assert (got.statistics.min, got.statistics.max) == (expected.statistics.min, expected.statistics.max)
+            assert got.statistics.null_count == 0
+
+    listed, db = ", ".join(f'"{name}"' for name in NGRAMS.names), duckdb.connect()
+    read = db.sql(f"SELECT {listed} FROM '{tmp_path / 'kernel.parquet'}'").fetchall()
+    assert read == [tuple(row.values()) for row in table.to_pylist()]
+    # DuckDB's row-group pruning trusts the statistics: a point look-up finds each of a few keys
+    for key in rng.sample(table["ngram"].to_pylist(), min(5, rows)):
+        expected = table["ngram"].to_pylist().count(key)
+        found = db.execute(f"SELECT count(*) FROM '{tmp_path / 'kernel.parquet'}' WHERE ngram = ?",
+                           [key]).fetchall()[0][0]
+        assert found == expected
+
+
+def test_keys_of_megabytes_cut_pages_and_drop_the_statistics_they_would_be(tmp_path):
+    """Keys past a page's megabyte between short ones: the chunk is cut into pages; a min or max of more than
+    4096 bytes is left out, as Arrow leaves it out, and the other kept."""
+    keys = ["a", "b" * (1 << 20), "c", "d" * 5000, "e" * (3 << 19), "f", "g", "h"]
+    table = pa.table([keys] + [list(range(len(keys)))] * (len(NGRAMS) - 1), schema=NGRAMS)
+    for rows in (2, 3, 8):
+        ours = _written(table, tmp_path / "kernel.parquet", sinks._KernelWriter, rows)
+        arrows = _written(table, tmp_path / "arrow.parquet", _arrow_writer, rows)
+        assert ours.read().equals(table)
+        for group in range(ours.metadata.num_row_groups):
+            got, expected = (f.metadata.row_group(group).column(0).statistics for f in (ours, arrows))
+            assert (got.min, got.max) == (expected.min, expected.max)
+    assert (got.min, got.max) == ("a", "h")  # one row group of all the keys
+
+
+def test_an_imports_n_gram_files_are_the_kernels(tmp_path):
+    out = import_ok(SAMPLE, tmp_path / "out")
+    parts = sorted(pathlib.Path(out).glob("ngrams/order=*/*.parquet"))
+    assert parts
+    for part in parts:
+        assert pq.ParquetFile(part).metadata.created_by.startswith("ngramflow version")
