@@ -1,6 +1,6 @@
 """The head start (transforms/head_start.py): a process forked before Beam loads reads the first work unit's
-files, and the read stage takes their pieces from it, equal to its own reading of them; a file it did not read
-whole, unchanged and with the same settings is read by the stage. The command's imports with and without it
+files, and the read stage takes their pieces from it, as far as it read them, and reads on: the pieces its own
+reading of them gives; a file it did not read, unchanged and with the same settings, is read by the stage. The command's imports with and without it
 give the same dataset."""
 
 import contextlib
@@ -23,6 +23,7 @@ from ngramflow.transforms import head_start
 from ngramflow.transforms import lines as reading
 from ngramflow.transforms.lines import LineReader, ReadSettings, collapsed_pieces
 from ngramflow.transforms.policy import RowPolicy
+from ngramflow.transforms.read import ReadNgramFile
 
 NGRAMFLOW = os.path.join(os.path.dirname(sys.executable), "ngramflow")
 
@@ -48,9 +49,24 @@ def _gz(path, data: bytes) -> str:
 
 
 def _pieces(pieces) -> list[tuple]:
-    """Comparable (first line, lines, runs, rejects, dropped, ascending) of each (first line, lines, Collapsed)."""
+    """Comparable (first line, lines, runs, rejects, dropped, ascending) of each (first line, lines, Collapsed,
+    ...)."""
     return [(first, lines, c.runs.to_pylist(), c.rejects.to_pylist(), c.dropped, c.ascending)
-            for first, lines, c in pieces]
+            for first, lines, c, *_ in pieces]
+
+
+def _read_whole(path: str, settings: ReadSettings) -> list[tuple]:
+    with contextlib.closing(LineReader(path, None)) as reader:
+        return _pieces(collapsed_pieces(reader, None, settings))
+
+
+def _read_by_the_stage(path: str, settings: ReadSettings) -> list[tuple]:
+    """The pieces the read stage gives of a whole file (ReadNgramFile._read's choice): the head start's, as far
+    as it read it, and its own of the rest; or all its own."""
+    stage, size, stats = ReadNgramFile(settings), os.path.getsize(path), {}
+    stage.setup()
+    taken = head_start.take(path, settings)
+    return _pieces(stage._taken(path, size, taken, stats) if taken else stage._pieces(path, size, 0, 1, stats))
 
 
 def _gone(pid: int) -> bool:
@@ -61,12 +77,11 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def test_the_files_read_ahead_are_the_first_unit_of_each_worker_if_whole_and_small():
+def test_the_files_read_ahead_are_the_first_unit_of_each_worker_if_whole():
     units = [[("/a", 50, 0, 1)], [("/b", 40, 0, 1), ("/c", 5, 0, 1)], [("/d", 30, 0, 1)]]
-    assert head_start.files_to_read(units, 2, limit=100) == ["/a", "/b", "/c"]
-    assert head_start.files_to_read(units, 1, limit=100) == ["/a"]
-    assert head_start.files_to_read(units, 2, limit=90) == []  # more than the limit: the stage reads them
-    assert head_start.files_to_read([[("/a", 50, 0, 2)], [("/a", 50, 1, 2)]], 2, limit=100) == []  # slices
+    assert head_start.files_to_read(units, 2) == ["/a", "/b", "/c"]
+    assert head_start.files_to_read(units, 1) == ["/a"]
+    assert head_start.files_to_read([[("/a", 50, 0, 2)], [("/a", 50, 1, 2)]], 2) == []  # slices
     assert head_start.files_to_read([], 2) == []
 
 
@@ -84,12 +99,10 @@ def test_the_pieces_taken_are_those_the_stage_reads(tmp_path, small_chunks):
             time.sleep(0.01)
         taken = [head.take(path, settings) for path in files]
     assert head.taken == files and _gone(head.pid) and not os.path.exists(head.folder)
-    for path, (fmt, pieces) in zip(files, taken):
-        with contextlib.closing(LineReader(path, None)) as reader:
-            expected = _pieces(collapsed_pieces(reader, None, settings))
-        assert fmt == "2012" and len(pieces) > 3
-        assert _pieces(pieces) == expected
-        assert any(c.rejects.num_rows for _, _, c in pieces)
+    for path, (fmt, pieces, resume) in zip(files, taken):
+        assert fmt == "2012" and len(pieces) > 3 and resume is None
+        assert _pieces(pieces) == _read_whole(path, settings)
+        assert any(c.rejects.num_rows for _, _, c, _ in pieces)
 
 
 def test_a_file_changed_read_otherwise_or_asked_again_is_not_taken(tmp_path):
@@ -112,7 +125,8 @@ def test_a_file_changed_read_otherwise_or_asked_again_is_not_taken(tmp_path):
 
 
 def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tmp_path):
-    """The stage claims a file the head start has not begun (it reads it itself); the head start passes it by."""
+    """The stage claims a file the head start has not begun (it reads it itself); the head start passes it by.
+    The file it is reading when asked for, it stops at the end of a piece, and the stage reads on from there."""
     first = _gz(tmp_path / "a.gz", _text(5, 400_000))  # a file that holds the head start for a while
     second = _gz(tmp_path / "b.gz", _text(6, 2000))
     settings = ReadSettings()
@@ -124,11 +138,35 @@ def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tm
             assert head.take(second, settings) is None
         finally:
             os.kill(head.pid, signal.SIGCONT)
-        assert head.take(first, settings) is not None  # waited for
+        read = _read_by_the_stage(first, settings)  # the head start cut short, the rest read here
         while not head._reaped():
             time.sleep(0.01)
-        assert sorted(os.listdir(head.folder)) == ["0.claim", "0.pieces", "1.claim"]  # the second not read
+        assert sorted(os.listdir(head.folder)) == ["0.claim", "0.pieces", "0.stop", "1.claim"]  # the second not read
     assert head.taken == [first]
+    assert read == _read_whole(first, settings)
+
+
+@pytest.mark.parametrize("stops_in", [0, 1])
+def test_the_head_start_stops_at_its_limit_and_the_stage_reads_on(tmp_path, small_chunks, monkeypatch, stops_in):
+    """Past HEAD_START_BYTES of compressed input the head start stops, in its first file or its second: the
+    stage reads on where it stopped, and a file it did not begin, whole."""
+    files = [_gz(tmp_path / f"{i}.gz", _text(20 + i, 40_000)) for i in range(2)]
+    limit = 1 if stops_in == 0 else os.path.getsize(files[0]) + os.path.getsize(files[1]) // 2
+    monkeypatch.setattr(head_start, "HEAD_START_BYTES", limit)
+    settings = ReadSettings()
+    with head_start.reading(files, settings) as head:
+        while not head._reaped():
+            time.sleep(0.01)
+        taken = [head.take(path, settings) for path in files]
+        stopped = taken[stops_in]
+        assert stopped[2] is not None and len(stopped[1]) >= 1  # stopped after a piece at least
+        assert (taken[1] is None) == (stops_in == 0)
+    with head_start.reading(files, settings) as head:
+        while not head._reaped():
+            time.sleep(0.01)
+        for path in files:
+            assert _read_by_the_stage(path, settings) == _read_whole(path, settings)
+        assert head.taken == files[:stops_in + 1]
 
 
 def test_a_head_start_whose_folder_is_removed_leaves_every_file_to_the_stage(tmp_path):

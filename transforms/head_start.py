@@ -5,13 +5,17 @@ for most of a second before a file is read, while the other core waits: at 80M r
 A head start is a process forked before Beam is loaded that reads the files of the first work units (the
 command line gives it one unit a worker) meanwhile, in one thread (the start keeps the other core), into a
 folder of its own: each file's run tables as an Arrow IPC file, and its format, lines and rejects beside it,
-written last. The read stage takes a file from there (``take``, waiting for it if it is being read) instead of
-reading it, when the head start read the same file, unchanged, with the same settings; a file it did not read,
-read only in part, or failed to read is read by the stage itself, so nothing depends on the head start but the
-time, and an input's errors are reported as ever. Each file is claimed by whichever comes to it first: a file
-the stage asks for before the head start began it, the stage reads, and the head start passes it by (when
-Beam is ready before the head start is, a worker that waited for a file not yet begun left its core idle:
-80M rows in 8 files of 50 MiB, 1.6 s of a worker waiting while the head start read the other's file first).
+written last. The read stage takes a file from there (``take``) instead of reading it, when the head start read
+the same file, unchanged, with the same settings; a file it did not read, or failed to read, is read by the
+stage itself, so nothing depends on the head start but the time, and an input's errors are reported as ever.
+
+Each file is claimed by whichever comes to it first: a file the stage asks for before the head start began it,
+the stage reads, and the head start passes it by. A file the stage asks for while the head start is reading it
+is cut short: the head start stops at the end of the piece it is reading and hands over the pieces it read and
+where it stopped (a decompressed offset, the start of a line), and the stage reads on from there as it reads a
+file's later slice (transforms/read.py): a worker waits for one piece, not for the rest of the file (two files
+of 100 MiB, too large to read whole: the stage read both, and one core was idle for the first half second).
+The head start also stops once it has read HEAD_START_BYTES of compressed input, which bounds its folder.
 
 Only whole files are read ahead (a sliced file's slices are read by one worker, each continuing the reader
 the slice before it left: transforms/read.py). Forking is safe that early: Beam and its gRPC threads are not
@@ -39,14 +43,12 @@ from ngramflow.transforms.sizing import HEAD_START_BYTES
 POLL_SECONDS = 0.002
 
 
-def files_to_read(units: list[list], workers: int, limit: int = HEAD_START_BYTES) -> list[str]:
+def files_to_read(units: list[list], workers: int) -> list[str]:
     """The files a head start reads of the read stage's work UNITS (in their order): those of the first unit
     of each of the WORKERS, which the embedded runner deals in turn (a head start that read one worker's first
-    unit alone would have that worker end early and the other late), if they are whole files of at most LIMIT
-    compressed bytes together; else none."""
+    unit alone would have that worker end early and the other late), if they are whole files; else none."""
     first = units[:workers]
-    whole = all(slices == 1 for unit in first for *_, slices in unit)
-    if not whole or sum(size for unit in first for _, size, *_ in unit) > limit:
+    if not all(slices == 1 for unit in first for *_, slices in unit):
         return []
     return [path for unit in first for path, *_ in unit]
 
@@ -57,7 +59,8 @@ def _same_reading(a: ReadSettings, b: ReadSettings) -> bool:
 
 
 def _written(folder: str, index: int, kind: str) -> str:
-    """Where the head start leaves its INDEXth file's run tables (KIND "arrow") or the rest ("pieces")."""
+    """Where the head start leaves its INDEXth file's run tables (KIND "arrow") or the rest ("pieces"), and
+    where the stage asks it to stop reading the file ("stop")."""
     return os.path.join(folder, f"{index}.{kind}")
 
 
@@ -115,10 +118,11 @@ class HeadStart:
             return self.exited
 
     def take(self, path: str, settings: ReadSettings):
-        """(format, [(number of the first line, lines, Collapsed)] of its pieces) of the whole file PATH read with
-        SETTINGS, once the head start has read it (waiting for it if it is reading it); None for a file it does
-        not hold: not one of its files, read with other settings, changed since, taken before, not begun yet
-        (the head start then passes it by), or not read (the head start failed or was ended)."""
+        """(format, [(number of the first line, lines, Collapsed, compressed bytes read by its end)] of its
+        pieces, the decompressed offset where the stage reads on or None at the file's end) of the file PATH read
+        with SETTINGS, as far as the head start read it (one reading it stops at the end of a piece); None for a
+        file it does not hold: not one of its files, read with other settings, changed since, taken before, not
+        begun yet (the head start then passes it by), or not read (the head start failed or was ended)."""
         with self.lock:
             if path not in self.files or path in self.asked or not _same_reading(settings, self.settings):
                 return None
@@ -128,6 +132,8 @@ class HeadStart:
         try:
             if _claimed(self.folder, index):  # not begun: the stage reads it now, and the head start passes it by
                 return None
+            if not os.path.exists(pieces_file):  # being read: cut short
+                os.close(os.open(_written(self.folder, index, "stop"), os.O_CREAT | os.O_WRONLY))
         except OSError:  # the folder gone (a cleaner of temporary files): nothing to take from it
             return None
         while not os.path.exists(pieces_file):
@@ -135,7 +141,7 @@ class HeadStart:
                 return None
             time.sleep(POLL_SECONDS)
         with open(pieces_file, "rb") as fh:
-            identity, fmt, pieces = pickle.load(fh)
+            identity, fmt, pieces, resume = pickle.load(fh)
         if identity != _identity(path):
             return None
         tables = _written(self.folder, index, "arrow")
@@ -143,12 +149,12 @@ class HeadStart:
         # Mapped: the tables' pages live as long as the tables do, not the folder (which may be in memory).
         os.remove(tables)
         read, at = [], 0
-        for first_line, lines, dropped, ascending, batches, rejects in pieces:
+        for first_line, lines, dropped, ascending, batches, rejects, compressed in pieces:
             table = pa.Table.from_batches([runs.get_batch(i) for i in range(at, at + batches)], runs.schema)
-            read.append((first_line, lines, Collapsed(table, dropped, rejects, ascending, lines)))
+            read.append((first_line, lines, Collapsed(table, dropped, rejects, ascending, lines), compressed))
             at += batches
         self.taken.append(path)
-        return fmt, read
+        return fmt, read, resume
 
     def close(self) -> None:
         """End the process if it is still reading, and remove its folder (tables taken from it stay readable:
@@ -171,14 +177,19 @@ def _die_with(parent: int) -> None:
 
 
 def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
-    """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first; for
-    each, its run tables into N.arrow and then (its identity, its format, its pieces: first line, lines, dropped
-    rows, ascending, batches in N.arrow, rejects) into N.pieces."""
+    """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first, each
+    only until the stage asks for it or HEAD_START_BYTES of compressed input are read in all; for each, its run
+    tables into N.arrow and then (its identity, its format, its pieces: first line, lines, dropped rows, ascending,
+    batches in N.arrow, rejects, compressed bytes read by its end; the decompressed offset it stopped at, None
+    at the file's end) into N.pieces."""
+    spent, limit = 0, HEAD_START_BYTES
     for index, path in enumerate(files):
+        if spent >= limit:
+            return
         if not _claimed(folder, index):  # the read stage came to it first
             continue
         identity = _identity(path)
-        pieces, writer = [], None
+        pieces, writer, resume = [], None, None
         with (contextlib.closing(LineReader(path, settings.format, pool=None)) as reader,
               pa.OSFile(_written(folder, index, "arrow"), "wb") as sink):
             for first_line, lines, collapsed in collapsed_pieces(reader, None, settings):
@@ -188,13 +199,19 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
                 for batch in batches:
                     writer.write_batch(batch)
                 pieces.append((first_line, lines, collapsed.dropped, collapsed.ascending, len(batches),
-                               collapsed.rejects))
+                               collapsed.rejects, reader.compressed))
+                # Read on? The offset after this piece is where the stage would begin (the piece after it is
+                # collapsed already, and is the stage's to read again).
+                if spent + reader.compressed >= limit or os.path.exists(_written(folder, index, "stop")):
+                    resume = reader.offset
+                    break
             if writer is not None:
                 writer.close()
             fmt = reader.format
+            spent += reader.compressed
         written = _written(folder, index, "pieces")
         with open(written + ".tmp", "wb") as fh:
-            pickle.dump((identity, fmt, pieces), fh)
+            pickle.dump((identity, fmt, pieces, resume), fh)
         os.replace(written + ".tmp", written)
 
 

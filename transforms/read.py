@@ -201,9 +201,9 @@ class ReadNgramFile(beam.DoFn):
 
     def _read(self, path, size, index, slices, stats):
         """The rejects (tagged) and Collapsed pieces of a file or slice, counted in STATS: taken from the head
-        start when it read the whole file (transforms/head_start.py), else read here."""
+        start as far as it read the whole file (transforms/head_start.py), the rest read here."""
         taken = head_start.take(path, self.settings) if slices == 1 else None
-        pieces = self._taken(taken, size, stats) if taken else self._pieces(path, size, index, slices, stats)
+        pieces = self._taken(path, size, taken, stats) if taken else self._pieces(path, size, index, slices, stats)
         # Closed before the reader is, if the caller stops early: the piece collapsing still reads a buffer.
         with contextlib.closing(pieces):
             for first_line, lines, collapsed, compressed in pieces:
@@ -217,18 +217,21 @@ class ReadNgramFile(beam.DoFn):
                     yield collapsed
                 self.progress.update(stats["rows_read"], compressed)
 
-    @staticmethod
-    def _taken(taken, size, stats):
-        """The head start's pieces of a whole file, each with the compressed bytes read by its end (prorated)."""
-        stats["format"], pieces = taken
-        for at, piece in enumerate(pieces, 1):
-            yield *piece, size * at // len(pieces)
+    def _taken(self, path, size, taken, stats):
+        """The head start's pieces of a whole file, each with the compressed bytes read by its end, then the
+        pieces of the rest of the file, read here from where the head start stopped."""
+        stats["format"], pieces, resume = taken
+        yield from pieces
+        if resume is not None:
+            yield from self._pieces(path, size, 0, 1, stats, resume)
 
-    def _pieces(self, path, size, index, slices, stats):
-        """The pieces of a file's slice, read here, each with the compressed bytes of the slice read by then."""
+    def _pieces(self, path, size, index, slices, stats, resume: int | None = None):
+        """The pieces of a file's slice, read here, each with the compressed bytes of the slice read by then; or,
+        from decompressed offset RESUME, those of the rest of a whole file (the head start read up to it)."""
         settings = self.settings
         slice_bytes = settings.slice_bytes or 0
         start, end = index * slice_bytes, None if index == slices - 1 else (index + 1) * slice_bytes
+        start = start if resume is None else resume
         reader = _OPEN_READERS.take(path, start) or LineReader(path, settings.format)
         kept = False
         try:
@@ -237,7 +240,8 @@ class ReadNgramFile(beam.DoFn):
                 return
             for _ in reader.lines_before(start):
                 pass  # earlier slices' lines: a fresh reader skips them
-            started, share = reader.compressed, _share(size, index, slices)
+            # A slice's progress counts from its start, the rest of a file's from the file's.
+            started, share = (reader.compressed if resume is None else 0), _share(size, index, slices)
             with contextlib.closing(collapsed_pieces(reader, end, settings)) as pieces:
                 for piece in pieces:
                     yield *piece, min(reader.compressed - started, share)

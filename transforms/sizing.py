@@ -28,9 +28,9 @@ EMIT_RUNS = 1 << 18
 PARALLEL_INPUT_BYTES = 32 << 20
 
 
-#: Compressed input the head start reads at most (transforms/head_start.py): about what one core reads in the
-#: second the embedded runner's start leaves it idle, and a bound on the run tables its folder holds (in the
-#: temporary folder, until the read stage takes them). Google's files are larger, and read by the stage.
+#: Compressed input the head start reads at most (transforms/head_start.py): more than one core reads in the
+#: second the embedded runner's start leaves it idle (the stage cuts it short once it asks for the file it is
+#: reading), and a bound on the run tables its folder holds (in the temporary folder, until the stage takes them).
 HEAD_START_BYTES = 128 << 20
 
 
