@@ -1,7 +1,7 @@
 """The head start (transforms/head_start.py): a process forked before Beam loads reads the first work unit's
 files, and the read stage takes their pieces from it, as far as it read them, and reads on: the pieces its own
-reading of them gives; a file it did not read, unchanged and with the same settings, is read by the stage. The command's imports with and without it
-give the same dataset."""
+reading of them gives; a file it did not read, unchanged and with the same settings, is read by the stage. The
+command's imports with and without it give the same dataset."""
 
 import contextlib
 import gzip
