@@ -21,7 +21,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from ngramflow import __version__
 from ngramflow.schemas import NGRAMS
 from ngramflow.transforms import native, sizing
 
@@ -104,6 +103,10 @@ def _arrow_schema(schema: pa.Schema) -> str:
     return pq.read_metadata(pa.BufferReader(sink.getvalue())).metadata[b"ARROW:schema"].decode()
 
 
+#: The n-gram files' writer, as their footers name it (the manifest records the versions of the import's parts).
+CREATED_BY = "ngramflow"
+
+
 class _KernelWriter:
     """The part of pq.ParquetWriter's face the sinks use (write_table, close), for the n-gram files: written by
     the kernel (native.ParquetFile) with their encodings and compression (_parquet), but the order's column,
@@ -115,7 +118,7 @@ class _KernelWriter:
         compression = _parquet(schema)["compression"]
         self.fh = fh
         self.file = native.ParquetFile(schema, {name for name, codec in compression.items() if codec == "zstd"},
-                                       {"ARROW:schema": _arrow_schema(schema)}, f"ngramflow version {__version__}")
+                                       {"ARROW:schema": _arrow_schema(schema)}, CREATED_BY)
         fh.write(self.file.header())
 
     def write_table(self, table: pa.Table, row_group_size: int) -> None:
