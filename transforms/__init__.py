@@ -43,13 +43,14 @@ Each line: module, what it does, what goes in -> what comes out.
                    numbered in parallel into the vocabulary's part files, the same ids by an external sort
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
-                   the same for files written piece by piece, encoded on a thread of their own (StreamedTables)
+                   the same for files written piece by piece, encoded on a thread of their own (StreamedTables);
+                   the n-gram files' Parquet encoded by the kernel (native/src/parquet.rs)
     wire.py        a table -> its pickled bytes: Arrow IPC with LZ4, how every table crosses the runner
                    and sits in Flink's keyed state (registered on import of this package)
     table_coder.py a PCollection of tables -> the same bytes, sized without encoding (Beam's coder)
     native.py      the native kernel's column functions: keys -> their order and groups; n-grams ->
                    their orders, their distinct tokens with each one's unigram row; year span masks ->
-                   first, last and count, and ORed by group
+                   first, last and count, and ORed by group; tables -> Parquet row groups (ParquetFile)
     columnar.py    vectorized helpers the steps share: runs, year bit masks (kept as spans), series,
                    shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
