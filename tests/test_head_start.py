@@ -124,11 +124,16 @@ def test_a_file_changed_read_otherwise_or_asked_again_is_not_taken(tmp_path):
         head.close()
 
 
-def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tmp_path):
+@pytest.mark.parametrize("too_large", [False, True])
+def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tmp_path, small_chunks, monkeypatch,
+                                                                            too_large):
     """The stage claims a file the head start has not begun (it reads it itself); the head start passes it by.
-    The file it is reading when asked for, it stops at the end of a piece, and the stage reads on from there."""
+    The file it is reading when asked for, it reads to its end, or, too large for its limit, stops at the end of
+    a piece, and the stage reads on from there."""
     first = _gz(tmp_path / "a.gz", _text(5, 400_000))  # a file that holds the head start for a while
     second = _gz(tmp_path / "b.gz", _text(6, 2000))
+    if too_large:
+        monkeypatch.setattr(head_start, "HEAD_START_BYTES", os.path.getsize(first) - 1)
     settings = ReadSettings()
     with head_start.reading([first, second], settings) as head:
         while not os.path.exists(os.path.join(head.folder, "0.claim")):  # the head start began the first file
@@ -138,12 +143,18 @@ def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tm
             assert head.take(second, settings) is None
         finally:
             os.kill(head.pid, signal.SIGCONT)
-        read = _read_by_the_stage(first, settings)  # the head start cut short, the rest read here
+        taken = head.take(first, settings)
         while not head._reaped():
             time.sleep(0.01)
         assert sorted(os.listdir(head.folder)) == ["0.claim", "0.pieces", "0.stop", "1.claim"]  # the second not read
     assert head.taken == [first]
-    assert read == _read_whole(first, settings)
+    _, pieces, resume = taken
+    assert (resume is not None) == too_large
+    if too_large:  # cut short early: the first pieces, not the limit's
+        assert sum(lines for _, lines, *_ in pieces) < sum(lines for _, lines, *_ in _read_whole(first, settings)) / 2
+    stage, stats = ReadNgramFile(settings), {}
+    stage.setup()
+    assert _pieces(stage._taken(first, os.path.getsize(first), taken, stats)) == _read_whole(first, settings)
 
 
 @pytest.mark.parametrize("stops_in", [0, 1])

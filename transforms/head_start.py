@@ -10,12 +10,14 @@ the same file, unchanged, with the same settings; a file it did not read, or fai
 stage itself, so nothing depends on the head start but the time, and an input's errors are reported as ever.
 
 Each file is claimed by whichever comes to it first: a file the stage asks for before the head start began it,
-the stage reads, and the head start passes it by. A file the stage asks for while the head start is reading it
-is cut short: the head start stops at the end of the piece it is reading and hands over the pieces it read and
-where it stopped (a decompressed offset, the start of a line), and the stage reads on from there as it reads a
-file's later slice (transforms/read.py): a worker waits for one piece, not for the rest of the file (two files
-of 100 MiB, too large to read whole: the stage read both, and one core was idle for the first half second).
-The head start also stops once it has read HEAD_START_BYTES of compressed input, which bounds its folder.
+the stage reads, and the head start passes it by. The head start stops once it has read HEAD_START_BYTES of
+compressed input, which bounds its folder, and hands over the pieces it read of the file it stopped in and where
+it stopped (a decompressed offset, the start of a line): the stage reads on from there as it reads a file's
+later slice (transforms/read.py), decompressing the text before it again. A file the stage asks for while the
+head start is reading it is read to its end when it fits in what is left of that limit: the waiting worker's
+core is the head start's meanwhile, and nothing is read twice. One that does not is cut short at the end of the
+piece being read, so that less is decompressed again (files of 100 MiB, too large for the head start before: the
+stage read them all, and one core was idle for the first half second).
 
 Only whole files are read ahead (a sliced file's slices are read by one worker, each continuing the reader
 the slice before it left: transforms/read.py). Forking is safe that early: Beam and its gRPC threads are not
@@ -120,7 +122,8 @@ class HeadStart:
     def take(self, path: str, settings: ReadSettings):
         """(format, [(number of the first line, lines, Collapsed, compressed bytes read by its end)] of its
         pieces, the decompressed offset where the stage reads on or None at the file's end) of the file PATH read
-        with SETTINGS, as far as the head start read it (one reading it stops at the end of a piece); None for a
+        with SETTINGS, as far as the head start read it (waiting for it if it is reading it: asked to stop, it
+        stops at the end of a piece if the file is too large to read whole); None for a
         file it does not hold: not one of its files, read with other settings, changed since, taken before, not
         begun yet (the head start then passes it by), or not read (the head start failed or was ended)."""
         with self.lock:
@@ -132,7 +135,7 @@ class HeadStart:
         try:
             if _claimed(self.folder, index):  # not begun: the stage reads it now, and the head start passes it by
                 return None
-            if not os.path.exists(pieces_file):  # being read: cut short
+            if not os.path.exists(pieces_file):  # being read: cut short, if too large to read whole
                 os.close(os.open(_written(self.folder, index, "stop"), os.O_CREAT | os.O_WRONLY))
         except OSError:  # the folder gone (a cleaner of temporary files): nothing to take from it
             return None
@@ -177,9 +180,9 @@ def _die_with(parent: int) -> None:
 
 
 def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
-    """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first, each
-    only until the stage asks for it or HEAD_START_BYTES of compressed input are read in all; for each, its run
-    tables into N.arrow and then (its identity, its format, its pieces: first line, lines, dropped rows, ascending,
+    """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first, until
+    HEAD_START_BYTES of compressed input are read in all, a file too large for what is left of them only until the
+    stage asks for it; for each, its run tables into N.arrow and then (its identity, its format, its pieces: first line, lines, dropped rows, ascending,
     batches in N.arrow, rejects, compressed bytes read by its end; the decompressed offset it stopped at, None
     at the file's end) into N.pieces."""
     spent, limit = 0, HEAD_START_BYTES
@@ -190,6 +193,7 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
             continue
         identity = _identity(path)
         pieces, writer, resume = [], None, None
+        whole = spent + identity[1] <= limit  # read to its end, asked for or not
         with (contextlib.closing(LineReader(path, settings.format, pool=None)) as reader,
               pa.OSFile(_written(folder, index, "arrow"), "wb") as sink):
             for first_line, lines, collapsed in collapsed_pieces(reader, None, settings):
@@ -202,7 +206,8 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
                                collapsed.rejects, reader.compressed))
                 # Read on? The offset after this piece is where the stage would begin (the piece after it is
                 # collapsed already, and is the stage's to read again).
-                if spent + reader.compressed >= limit or os.path.exists(_written(folder, index, "stop")):
+                asked = not whole and os.path.exists(_written(folder, index, "stop"))
+                if spent + reader.compressed >= limit or asked:
                     resume = reader.offset
                     break
             if writer is not None:
