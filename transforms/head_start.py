@@ -182,9 +182,9 @@ def _die_with(parent: int) -> None:
 def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
     """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first, until
     HEAD_START_BYTES of compressed input are read in all, a file too large for what is left of them only until the
-    stage asks for it; for each, its run tables into N.arrow and then (its identity, its format, its pieces: first line, lines, dropped rows, ascending,
-    batches in N.arrow, rejects, compressed bytes read by its end; the decompressed offset it stopped at, None
-    at the file's end) into N.pieces."""
+    stage asks for it; for each, its run tables into N.arrow and then (its identity, its format, its pieces: first
+    line, lines, dropped rows, ascending, batches in N.arrow, rejects, compressed bytes read by its end; the
+    decompressed offset it stopped at, None at the file's end) into N.pieces."""
     spent, limit = 0, HEAD_START_BYTES
     for index, path in enumerate(files):
         if spent >= limit:
