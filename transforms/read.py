@@ -201,7 +201,7 @@ class ReadNgramFile(beam.DoFn):
 
     def _read(self, path, size, index, slices, stats):
         """The rejects (tagged) and Collapsed pieces of a file or slice, counted in STATS: taken from the head
-        start as far as it read the whole file (transforms/head_start.py), the rest read here."""
+        start as far as it read the file (transforms/head_start.py), the rest read here."""
         taken = head_start.take(path, self.settings) if slices == 1 else None
         pieces = self._taken(path, size, taken, stats) if taken else self._pieces(path, size, index, slices, stats)
         # Closed before the reader is, if the caller stops early: the piece collapsing still reads a buffer.
