@@ -214,14 +214,14 @@ class ParquetFile:
         return self.file.header()
 
     def row_group(self, table: pa.Table):
-        """The bytes of a row group of TABLE's rows (of the file's schema, no nulls)."""
+        """The bytes of a row group of TABLE's rows (of the file's schema, no nulls, at least one row)."""
         buffers = []
         for field, column in zip(self.schema, table.columns):
             array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
             if array.null_count:
                 raise ValueError(f"{field.name}: nulls, which the kernel's Parquet files do not hold")
             if field.type == pa.string():
-                buffers += _string_buffers(array) if len(array) else [pa.py_buffer(b"\0\0\0\0"), _NO_BYTES]
+                buffers += _string_buffers(array)
             else:
                 width = array.type.bit_width // 8
                 buffers.append(array.buffers()[1].slice(array.offset * width, len(array) * width))

@@ -29,8 +29,9 @@ PARALLEL_INPUT_BYTES = 32 << 20
 
 
 #: Compressed input the head start reads at most (transforms/head_start.py): more than one core reads in the
-#: second the embedded runner's start leaves it idle (the stage cuts it short once it asks for the file it is
-#: reading), and a bound on the run tables its folder holds (in the temporary folder, until the stage takes them).
+#: second the embedded runner's start leaves it idle (a file the stage asks for that does not fit what is left
+#: of it is cut short), and a bound on the run tables its folder holds (in the temporary folder, until the stage
+#: takes them).
 HEAD_START_BYTES = 128 << 20
 
 

@@ -259,6 +259,20 @@ fn buffer_bytes<T: Element>(buffer: &PyBuffer<T>) -> PyResult<&[u8]> {
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), buffer.len_bytes()) })
 }
 
+/// What a string array's buffers are refused for when `checked_keys` finds them wrong.
+const OFFSETS_OUTSIDE: &str = "string offsets outside their data";
+
+/// The keys of an Arrow string array's buffers (OFFSET_BYTES: n + 1 int32, read as OFFSETS; DATA), if they
+/// lie within the data: what `Keys::get` relies on.
+fn checked_keys<'a>(
+    offset_bytes: &[u8],
+    offsets: &'a [i32],
+    data: &'a [u8],
+) -> Option<order::Keys<'a>> {
+    let keys = order::Keys { offsets, data };
+    (offset_bytes.len() % 4 == 0 && keys.valid()).then_some(keys)
+}
+
 /// F of the keys of an Arrow string array's buffers (OFFSET_BYTES: n + 1 int32, into DATA), once they are
 /// checked to lie within the data.
 fn with_keys<R>(
@@ -267,13 +281,8 @@ fn with_keys<R>(
     f: impl FnOnce(&order::Keys) -> R,
 ) -> PyResult<R> {
     let offsets = int32s(offset_bytes);
-    let keys = order::Keys {
-        offsets: &offsets,
-        data,
-    };
-    if offset_bytes.len() % 4 != 0 || !keys.valid() {
-        return Err(PyValueError::new_err("string offsets outside their data"));
-    }
+    let keys = checked_keys(offset_bytes, &offsets, data)
+        .ok_or_else(|| PyValueError::new_err(OFFSETS_OUTSIDE))?;
     Ok(f(&keys))
 }
 
@@ -791,13 +800,9 @@ impl ParquetFile {
             let mut columns = Vec::with_capacity(taken.len());
             for ((spec, (first, data)), offsets) in file.specs().iter().zip(&taken).zip(&offsets) {
                 columns.push(match (spec.kind, data, offsets) {
-                    (parquet::Kind::Utf8, Some(data), Some(offsets)) => {
-                        let keys = order::Keys { offsets, data };
-                        if first.len() % 4 != 0 || !keys.valid() {
-                            return Err("string offsets outside their data".into());
-                        }
-                        parquet::Values::Strings(keys)
-                    }
+                    (parquet::Kind::Utf8, Some(data), Some(offsets)) => parquet::Values::Strings(
+                        checked_keys(first, offsets, data).ok_or(OFFSETS_OUTSIDE)?,
+                    ),
                     (parquet::Kind::Int(bits), None, None) => {
                         let width = bits as usize / 8;
                         if first.len() % width != 0 {
