@@ -100,6 +100,9 @@ def _head_start(opts: ImportOptions):
 
 
 def _import(args) -> int:
+    from ngramflow.transforms.sizing import share_one_malloc_arena
+
+    share_one_malloc_arena()  # before any thread, the head start's fork among them
     _quiet_beam(args.verbose)
     opts = option_fields.from_args(ImportOptions, args, beam_args=args.beam_args,
                                    mkn=None if args.mkn_order is None else _mkn_settings(args, args.mkn_order))

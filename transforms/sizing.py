@@ -288,18 +288,41 @@ def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
 
 
 @functools.cache
-def _malloc_trim():
-    """glibc's malloc_trim, or None where the C library has none (macOS, musl): looked up among the symbols the
-    process has loaded, where ctypes.util.find_library would run ldconfig to find the library's file."""
-    return getattr(ctypes.CDLL(None), "malloc_trim", None)
+def _glibc(name: str):
+    """glibc's function NAME (malloc_trim, mallopt), or None where the C library has none (macOS, musl): looked up
+    among the symbols the process has loaded, where ctypes.util.find_library would run ldconfig to find the
+    library's file."""
+    return getattr(ctypes.CDLL(None), name, None)
+
+
+#: mallopt's parameters (glibc's malloc.h) and what share_one_malloc_arena sets them to.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+_KEPT_FREE_BYTES = 1 << 30
+
+
+def share_one_malloc_arena() -> None:
+    """glibc's malloc for an import's process, set before its threads begin: one arena for all of them, and the
+    memory they free kept for their next allocations (until release_freed_memory gives it back), however large.
+
+    By default glibc gave each thread that allocates an arena of its own, gave back to the system what a thread
+    freed at its arena's top, and mapped each allocation of 128 KiB and more afresh (up to 32 MiB as it
+    adapted): the kernel's columns and a spill's merge came in new pages, every one a fault to be zeroed (2.3 us
+    each: the system's share of the import's CPU was a sixth, most of it faults), and memory freed in one thread's arena
+    sat there while another's grew. 80M rows, 3 runs each, in turn: 2020 shards 3.73-3.78 -> 3.61-3.72 s, peak
+    RSS 440-461 -> 394-402 MiB, 198K -> 152K faults; 8 unsorted 2012 files 4.96-5.07 -> 4.89-4.97 s, peak RSS
+    638-660 -> 562-588 MiB, 380K -> 285K faults, with the same user CPU (one arena's lock was not contended)."""
+    mallopt = _glibc("mallopt")
+    if mallopt is not None:
+        for parameter, value in ((_M_ARENA_MAX, 1), (_M_TRIM_THRESHOLD, _KEPT_FREE_BYTES),
+                                 (_M_MMAP_THRESHOLD, _KEPT_FREE_BYTES)):
+            mallopt(parameter, value)
 
 
 def release_freed_memory() -> None:
-    """Give the memory the process has freed back to the system, before a stage that runs in threads of its
-    own: glibc keeps what a thread frees in that thread's arena, for the thread to use again, and the read
-    stage's threads are done with theirs. Without it the vocabulary's threads (new arenas) peaked on top of it:
-    the 2020 shards of 80M rows, 502-530 MiB without, 433-477 MiB with (3 runs each); again, alternated, 507-577
-    against 470-529 MiB (4 runs each; BENCHMARKS.md, tenth round)."""
-    trim = _malloc_trim()
+    """Give the memory the process has freed back to the system, before a stage that runs in threads of its own:
+    what the reading freed is kept for reuse (share_one_malloc_arena), and the stages after it peaked on top of
+    it (the 2020 shards of 80M rows, 502-530 MiB without, 433-477 MiB with; BENCHMARKS.md, tenth round, when each
+    thread had an arena of its own)."""
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim(0)
