@@ -311,7 +311,7 @@ fn gallop(rows: &[i64], before: impl Fn(i64) -> bool) -> usize {
 }
 
 /// One sorted piece's place in a `tournament`: its next row and that row's key's head and length, or
-/// none left (`at == end`).
+/// none left (`at == end`), when its head is the largest there is.
 #[derive(Clone, Copy)]
 struct Cursor {
     at: usize,
@@ -336,6 +336,8 @@ impl Cursor {
         if self.at < self.end {
             let key = keys.get(self.at);
             (self.head, self.len) = (head(key), key.len());
+        } else {
+            self.head = u64::MAX;
         }
     }
 
@@ -362,9 +364,15 @@ fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
         .windows(2)
         .map(|w| Cursor::new(keys, w[0], w[1]))
         .collect();
-    // Whether piece P's next row goes before piece Q's: a piece with none left goes last.
+    // Whether piece P's next row goes before piece Q's: a piece with none left goes last. Heads that differ
+    // decide at once, an exhausted piece's the largest; a tie looks further (keys that share their first 8
+    // bytes, or a head of all ones, which no UTF-8 key has). A merge of token tables: 37 -> 34 ns a row, where
+    // every comparison asked first whether either piece was done.
     let before = |cursors: &[Cursor], p: usize, q: usize| {
         let (a, b) = (&cursors[p], &cursors[q]);
+        if a.head != b.head {
+            return a.head < b.head;
+        }
         if a.at == a.end || b.at == b.end {
             return b.at == b.end && (a.at < a.end || p < q);
         }
@@ -965,14 +973,21 @@ fn after_heads(a: usize, b: usize, rest: impl FnOnce() -> Ordering) -> Ordering 
 /// byte order does, equal heads leaving the order to the rest of the bytes.
 #[inline]
 fn head(key: &[u8]) -> u64 {
-    // A word loaded whole, or the bytes of a shorter key shifted in: a copy of a length not known when
-    // compiled called memcpy.
+    // A word loaded whole; a shorter key's bytes in two loads that overlap, each in its place (a byte read
+    // twice lands on itself): a copy of a length not known when compiled called memcpy, and a byte at a
+    // time was a tenth of a merge of token tables (tokens are short).
+    let len = key.len();
     match key.first_chunk::<8>() {
         Some(word) => u64::from_be_bytes(*word),
-        None => key
-            .iter()
-            .enumerate()
-            .fold(0, |word, (i, &b)| word | (b as u64) << (56 - 8 * i)),
+        None if len >= 4 => {
+            let word = |at: usize| u32::from_be_bytes(key[at..at + 4].try_into().unwrap()) as u64;
+            word(0) << 32 | word(len - 4) << (64 - 8 * len)
+        }
+        None if len > 0 => {
+            let byte = |at: usize| (key[at] as u64) << (56 - 8 * at);
+            byte(0) | byte(len / 2) | byte(len - 1)
+        }
+        None => 0,
     }
 }
 
@@ -1006,6 +1021,24 @@ pub(crate) mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (state >> 33) as usize
+        }
+    }
+
+    #[test]
+    fn a_head_is_the_first_eight_bytes_zeros_after() {
+        // Every length up to 12, of random bytes and of bytes at the edges (0, 0xff), against the bytes
+        // shifted in one at a time.
+        let mut next = numbers(7);
+        for len in 0..=12usize {
+            for fill in [None, Some(0u8), Some(0xff)] {
+                let key: Vec<u8> = (0..len).map(|_| fill.unwrap_or(next() as u8)).collect();
+                let expected = key
+                    .iter()
+                    .take(8)
+                    .enumerate()
+                    .fold(0u64, |word, (i, &b)| word | (b as u64) << (56 - 8 * i));
+                assert_eq!(head(&key), expected, "{key:?}");
+            }
         }
     }
 
@@ -1069,7 +1102,7 @@ pub(crate) mod tests {
         (offsets, data)
     }
 
-    fn check(words: &[&str]) {
+    fn check<W: AsRef<[u8]> + std::fmt::Debug>(words: &[W]) {
         let (offsets, data) = keys_of(words);
         let keys = Keys {
             offsets: &offsets,
@@ -1081,9 +1114,9 @@ pub(crate) mod tests {
             None => (0..words.len()).collect(),
         };
         let mut expected: Vec<usize> = (0..words.len()).collect();
-        expected.sort_by_key(|&i| (words[i].as_bytes(), i)); // stable: ties by row
+        expected.sort_by_key(|&i| (words[i].as_ref(), i)); // stable: ties by row
         assert_eq!(rows, expected, "{words:?}");
-        let sorted: Vec<&str> = rows.iter().map(|&r| words[r]).collect();
+        let sorted: Vec<&[u8]> = rows.iter().map(|&r| words[r].as_ref()).collect();
         let mut want = Vec::new();
         for at in 0..sorted.len() {
             if at == 0 || sorted[at] != sorted[at - 1] {
@@ -1123,7 +1156,7 @@ pub(crate) mod tests {
 
     #[test]
     fn pieces_merge_in_byte_order() {
-        check(&[]);
+        check::<&str>(&[]);
         check(&["x"]);
         check(&["b", "d", "a", "c", "e", "a", "d"]);
         check(&["é", "z", "a", "é", "", "z"]);
@@ -1359,6 +1392,30 @@ pub(crate) mod tests {
             }
             let words: Vec<String> = all.concat();
             check(&words.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn pieces_of_binary_keys_whose_heads_are_all_ones() {
+        // Binary keys (a rank's bytes may be any) of eight 0xff bytes and a few more, or fewer, in 5 to 9
+        // sorted pieces of 40 to 80 keys (the tournament's): every head is all ones, the head a piece that
+        // is done has, and the tournament looks past it.
+        let mut next = numbers(31);
+        for pieces in 5..10 {
+            let words: Vec<Vec<u8>> = (0..pieces)
+                .flat_map(|_| {
+                    let mut piece: Vec<Vec<u8>> = (0..next() % 40 + 40)
+                        .map(|_| {
+                            let mut key = vec![0xffu8; 8 - usize::from(next() % 8 == 0)];
+                            key.extend((0..next() % 3).map(|_| [0u8, 0x7f, 0xff][next() % 3]));
+                            key
+                        })
+                        .collect();
+                    piece.sort();
+                    piece
+                })
+                .collect();
+            check(&words);
         }
     }
 
