@@ -307,10 +307,11 @@ def share_one_malloc_arena() -> None:
     By default glibc gave each thread that allocates an arena of its own, gave back to the system what a thread
     freed at its arena's top, and mapped each allocation of 128 KiB and more afresh (up to 32 MiB as it
     adapted): the kernel's columns and a spill's merge came in new pages, every one a fault to be zeroed (2.3 us
-    each: the system's share of the import's CPU was a sixth, most of it faults), and memory freed in one thread's arena
-    sat there while another's grew. 80M rows, 3 runs each, in turn: 2020 shards 3.73-3.78 -> 3.61-3.72 s, peak
-    RSS 440-461 -> 394-402 MiB, 198K -> 152K faults; 8 unsorted 2012 files 4.96-5.07 -> 4.89-4.97 s, peak RSS
-    638-660 -> 562-588 MiB, 380K -> 285K faults, with the same user CPU (one arena's lock was not contended)."""
+    each; the system's share of the import's CPU was a sixth, most of it faults), and what one thread's arena
+    kept was no use to another's. 80M rows, 3 runs each, in turn: 2020 shards 3.73-3.78 -> 3.61-3.72 s, peak RSS
+    430-450 -> 385-392 MiB, 198-200K -> 146-157K faults; 8 unsorted 2012 files 4.96-5.07 -> 4.89-4.97 s, peak
+    RSS 623-644 -> 549-574 MiB, 373-381K -> 282-287K faults; the same user CPU (one arena's lock was not
+    contended). BENCHMARKS.md, twenty-seventh round."""
     mallopt = _glibc("mallopt")
     if mallopt is not None:
         for parameter, value in ((_M_ARENA_MAX, 1), (_M_TRIM_THRESHOLD, _KEPT_FREE_BYTES),
