@@ -19,7 +19,7 @@ import os
 import sys
 import urllib.error
 
-from ngramflow.corpus import catalog, download_defaults, queue
+from ngramflow.corpus import catalog, download, queue
 
 _SPEC_HELP = (
     "SPEC is corpus:VERSION/LANG/ORDER[/SELECTION], e.g. corpus:20120701/eng/2 (every 2012 English "
@@ -80,13 +80,13 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     fetcher.add_argument("inputs", nargs="+", metavar="SPEC_OR_URL", help="corpus specs or http(s) URLs")
     fetcher.add_argument("--cache", required=True, metavar="DIR", help="cache directory (required)")
     fetcher.add_argument(
-        "--parallel", type=_positive, default=download_defaults.PARALLEL, metavar="N",
+        "--parallel", type=_positive, default=download.PARALLEL, metavar="N",
         help="files fetched at once (default: %(default)s)"
     )
     fetcher.add_argument(
         "--retries",
         type=_non_negative,
-        default=download_defaults.RETRIES,
+        default=download.RETRIES,
         metavar="N",
         help="failed attempts in a row without progress allowed per file before it is reported failed; only "
         "more bytes of the file than it ever had count as progress, not a restart from byte 0 (default: %(default)s)",
@@ -94,7 +94,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     fetcher.add_argument(
         "--retry-time",
         type=_positive_seconds,
-        default=download_defaults.RETRY_TIME,
+        default=download.RETRY_TIME,
         metavar="SEC",
         help="seconds after a file's first failure when it is reported failed even if retries are left; "
         "its .part stays for the next run to resume (default: %(default)g)",
@@ -102,7 +102,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     fetcher.add_argument(
         "--timeout",
         type=float,
-        default=download_defaults.TIMEOUT,
+        default=download.TIMEOUT,
         metavar="SEC",
         help="connect and read timeout in seconds (default: %(default)g)",
     )
@@ -182,8 +182,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from ngramflow.corpus import download  # loaded by the commands that download (download_defaults says why)
-
     mirror = _mirror(args.mirror)
     if args.spec:
         if args.version or args.lang or args.order:
@@ -208,8 +206,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_download(args: argparse.Namespace) -> int:
-    from ngramflow.corpus import download  # as in _cmd_list
-
     mirror = _mirror(args.mirror)
     target = queue.QueueAddress.parse(args.publish, "--publish") if args.publish else None
     if args.end_of_corpus and not target:

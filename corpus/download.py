@@ -43,13 +43,17 @@ from typing import Callable, Iterable, TextIO
 
 from isal import isal_zlib
 
-from ngramflow.corpus.download_defaults import PARALLEL, RETRIES, RETRY_TIME, TIMEOUT
 from ngramflow.corpus.catalog import (BASE_URL, CatalogError, CorpusFile, files_from_index, index_url, is_corpus_spec,
                                       parse_corpus_spec)
 
 CHUNK = 1 << 20
 USER_AGENT = "ngramflow-corpus-download/1"
 
+# Defaults of download(), which `corpus download` shows and `import` uses.
+PARALLEL = 4
+RETRIES = 8
+RETRY_TIME = 3600.0  # an hour of failures on one file; its .part stays for the next run
+TIMEOUT = 60.0
 
 
 def exponential_backoff(failures: int, base: float = 1.0, cap: float = 120.0) -> float:

@@ -225,7 +225,7 @@ def _add_query(sub):
 
 #: The top-level commands, in the order the help lists them, each with what adds it (and loads its modules).
 #: A command line that names one builds its parser alone: `ngramflow import` loaded every other command's
-#: modules first (HTTP, TLS, YAML, Flink's and Kafka's: 40 ms before its head start could begin).
+#: modules first (HTTP, TLS and YAML among them: 20 ms more before its head start could begin).
 _COMMANDS = (
     (("import",), _add_import),
     (("corpus",), _add_corpus),

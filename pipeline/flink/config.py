@@ -3,13 +3,13 @@
 import os
 import shutil
 
+import yaml
+
 from ngramflow.pipeline.flink.provision import INFRA
 
 
 def write_conf_dir(conf_dir: str, settings: dict) -> str:
     """CONF_DIR/config.yaml (infra/flink/config.yaml updated with ``settings``) and log4j.properties."""
-    import yaml  # here: every command's parser loads this module, and YAML's 10 ms delayed each start
-
     with open(os.path.join(INFRA, "config.yaml")) as fh:
         config = yaml.safe_load(fh)
     config.update(settings)
