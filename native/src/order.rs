@@ -975,7 +975,7 @@ fn after_heads(a: usize, b: usize, rest: impl FnOnce() -> Ordering) -> Ordering 
 fn head(key: &[u8]) -> u64 {
     // A word loaded whole; a shorter key's bytes in two loads that overlap, each in its place (a byte read
     // twice lands on itself): a copy of a length not known when compiled called memcpy, and a byte at a
-    // time was a tenth of a merge of token tables (tokens are short).
+    // time made a merge of token tables (tokens are short) 39.6 ns a row where this makes it 37.1.
     let len = key.len();
     match key.first_chunk::<8>() {
         Some(word) => u64::from_be_bytes(*word),

@@ -9,7 +9,8 @@ const BOUNDARY_TOKENS: [&[u8]; 2] = [b"_START_", b"_END_"];
 
 /// The length of `token`'s POS suffix ("_VERB" of "burnt_VERB") when it is a tagged word: what follows its
 /// last underscore, which no tag holds, is a tag, and a word comes before it. (Each tag tried in turn as the
-/// token's ending was a third of the policy's time: 2020 2-grams, two in five of them with an underscore.)
+/// token's ending: the parse of 2020 2-grams, two in five of them with an underscore, 109.2 -> 106.7 ns a
+/// line with this and `underscore`'s last word.)
 fn tag_suffix(token: &[u8]) -> Option<usize> {
     let at = token.iter().rposition(|&b| b == b'_')?;
     let tag = &token[at + 1..];
