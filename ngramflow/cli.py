@@ -9,6 +9,7 @@ from ngramflow import lean_start  # first: it sets how NumPy loads
 import argparse
 import atexit
 import contextlib
+import importlib
 import logging
 import os
 import signal
@@ -205,22 +206,9 @@ def _add_corpus(sub):
     add_corpus_commands(sub).set_defaults(handler=run)
 
 
-def _add_flink(sub):
-    from ngramflow.pipeline.flink.cli import add_flink_commands
-
-    add_flink_commands(sub)
-
-
-def _add_kafka(sub):
-    from ngramflow.pipeline.kafka.cli import add_kafka_commands
-
-    add_kafka_commands(sub)
-
-
-def _add_query(sub):
-    from ngramflow.query.cli import add_query_command
-
-    add_query_command(sub)
+def _added_by(module: str, function: str):
+    """What adds a command to the parser with FUNCTION of MODULE, which it loads only then."""
+    return lambda sub: getattr(importlib.import_module(module), function)(sub)
 
 
 #: The top-level commands, in the order the help lists them, each with what adds it (and loads its modules).
@@ -229,11 +217,11 @@ def _add_query(sub):
 _COMMANDS = (
     (("import",), _add_import),
     (("corpus",), _add_corpus),
-    (("flink",), _add_flink),
-    (("kafka",), _add_kafka),
+    (("flink",), _added_by("ngramflow.pipeline.flink.cli", "add_flink_commands")),
+    (("kafka",), _added_by("ngramflow.pipeline.kafka.cli", "add_kafka_commands")),
     (("sample-corpus",), _add_sample_corpus),
     (("mkn", "export-arpa"), _add_mkn),
-    (("query",), _add_query),
+    (("query",), _added_by("ngramflow.query.cli", "add_query_command")),
 )
 
 

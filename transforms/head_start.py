@@ -193,7 +193,8 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
             continue
         identity = _identity(path)
         pieces, writer, resume = [], None, None
-        whole = spent + identity[1] <= limit  # read to its end, asked for or not
+        _, size, _ = identity
+        whole = spent + size <= limit  # read to its end, asked for or not
         with (contextlib.closing(LineReader(path, settings.format, pool=None)) as reader,
               pa.OSFile(_written(folder, index, "arrow"), "wb") as sink):
             for first_line, lines, collapsed in collapsed_pieces(reader, None, settings):
