@@ -9,6 +9,7 @@ import glob
 import json
 import math
 import os
+import threading
 
 import apache_beam as beam
 import duckdb
@@ -92,6 +93,46 @@ def test_a_spiller_given_only_empty_tables_writes_nothing(tmp_path):
     spiller = runfiles.RunSpiller(str(tmp_path), "tokens", vocabulary.merge_tokens, 1 << 20)
     assert spiller.add(vocabulary.TOKENS.empty_table()) == [] and spiller.flush() == []
     assert os.listdir(tmp_path) == []
+
+
+def _spilling_threads(tmp_path, spare, held: int) -> tuple[list[str], list, pa.Table]:
+    """A spiller with SPARE budgets of which HELD are held, given 20 tables of 2,000 run rows, each a budget
+    (one spill, one run file each): (the threads of its spills, its run files, the rows they hold)."""
+    runs, threads = random_runs(40_000, 7), []
+    tables = [runs.slice(start, 2000) for start in range(0, runs.num_rows, 2000)]
+
+    def combine(table):
+        threads.append(threading.current_thread().name)
+        return merge_runs(table)
+
+    for _ in range(held):
+        spare.hold()
+    spiller = runfiles.RunSpiller(str(tmp_path), "runs", combine, min(t.nbytes for t in tables), None, spare)
+    files = [run for table in tables for run in spiller.add(table)]
+    files += spiller.flush()
+    rows = pa.concat_tables(pa.ipc.open_file(run.path).read_all() for run in files)
+    assert merge_runs(rows).equals(merge_runs(runs)), "every row in the run files, once"
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(run.path) for run in files)
+    return threads, files, rows
+
+
+def test_a_worker_spills_beside_its_adds_on_a_spare_budget_and_gives_it_back(tmp_path):
+    """The other worker idle (one budget of two spare): spills run on a thread beside the adds, one at a time
+    (the adds go on meanwhile, so some spills are the worker's own), and every budget is given back."""
+    spare = runfiles.SpareBudgets(2)
+    threads, files, _ = _spilling_threads(tmp_path, spare, held=1)
+    beside = [name for name in threads if name.startswith("spill")]
+    assert len(threads) == len(files) == 20 and beside, threads
+    spare.give()
+    assert spare.spare == 2
+
+
+def test_workers_that_all_hold_their_budgets_spill_on_their_own_threads(tmp_path):
+    """No budget spare: each spill is the worker's own, as without spare budgets."""
+    spare = runfiles.SpareBudgets(2)
+    threads, files, _ = _spilling_threads(tmp_path, spare, held=2)
+    assert threads == [threading.current_thread().name] * len(files) and len(files) == 20
+    assert not spare.take()
 
 
 def test_ascending_runs_write_tables_as_they_come_and_begin_a_file_where_keys_go_back(tmp_path):

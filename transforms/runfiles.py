@@ -5,7 +5,9 @@ anything that grows with the input goes through files instead:
 
     RunSpiller     tables -> run files: buffers tables up to a byte budget, then combines the
                    buffer (sorts it by its first column, the *key*, and merges rows of equal
-                   keys) and writes it as one Arrow IPC file; a RunFile describes it
+                   keys) and writes it as one Arrow IPC file; a RunFile describes it. With
+                   SpareBudgets, a full buffer is spilled beside the adds while another
+                   worker's budget is spare
     AscendingRuns  tables each sorted, sharing no key -> run files as the tables come: no
                    buffer, no merge
     merged         run files -> their combined rows in key order, as tables of at most about
@@ -24,9 +26,11 @@ shared file system, or in gs:// or s3://: the workers of a Flink cluster share n
 disk, and each merge reads files other workers wrote.
 """
 
+import concurrent.futures
 import functools
 import os
 import posixpath
+import threading
 import uuid
 from dataclasses import dataclass
 
@@ -142,27 +146,90 @@ def write_run_file(folder: str, kind: str, tables, budget: int, compression=SPIL
     return writer.close()
 
 
+class SpareBudgets:
+    """The spill budgets of a process's workers (threads of one process: the embedded runner's) that no worker
+    holds. A worker holds one while it takes run tables (a bundle: ``hold``, ``give``); a spill beside its
+    worker's adds holds another while it runs (``take``, ``give``), and may only when one is spare. So a worker
+    whose input is one file (read in order, by it alone) spills beside its reading on the budget of the worker
+    with nothing to read, and workers that all read spill in turn, as before: the process holds no more run
+    tables than its workers' budgets, but for a worker that begins while a spill beside holds its budget, until
+    that spill ends (a hold never waits: a worker whose bundle failed never gives its budget back)."""
+
+    def __init__(self, workers: int):
+        self.lock, self.spare = threading.Lock(), workers
+
+    def hold(self) -> None:
+        with self.lock:
+            self.spare -= 1
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.spare <= 0:
+                return False
+            self.spare -= 1
+            return True
+
+    def give(self) -> None:
+        with self.lock:
+            self.spare += 1
+
+
+#: The threads of spills beside their workers' adds, made as needed (one such spill a worker at a time).
+_BESIDE = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="spill")
+
+
 class RunSpiller:
     """Tables -> run files, holding at most about ``budget`` bytes of them: ``combine`` turns the
-    concatenated buffer into sorted rows with each key once (and must accept an empty table)."""
+    concatenated buffer into sorted rows with each key once (and must accept an empty table).
 
-    def __init__(self, folder: str, kind: str, combine, budget: int, compression=SPILL_COMPRESSION):
+    With ``spare`` budgets (SpareBudgets), a full buffer is spilled on a thread beside the adds when one is
+    spare, one such spill at a time; its run files come out of a later ``add`` or ``flush``. One file of 80M
+    rows, read in order by one worker: its reading stopped for each of its 6 spills (0.13-0.18 s), and one
+    of the two cores was idle meanwhile."""
+
+    def __init__(self, folder: str, kind: str, combine, budget: int, compression=SPILL_COMPRESSION,
+                 spare: SpareBudgets | None = None):
         self.folder, self.kind, self.combine, self.budget = folder, kind, combine, budget
-        self.compression = compression
+        self.compression, self.spare = compression, spare
         self.buffer, self.buffered = [], 0
+        self.beside = None  # the future run files of the spill beside the adds, while there is one
 
     def add(self, table: pa.Table) -> list[RunFile]:
         if not table.num_rows:  # (a table of tokens all given before): nothing to hold, or to slice at flush
             return []
         self.buffer.append(table)
         self.buffered += table.nbytes
-        return self.flush() if self.buffered >= self.budget else []
+        if self.buffered < self.budget:
+            return []
+        done = self._beside_runs(wait=False)
+        buffer, self.buffer, self.buffered = self.buffer, [], 0
+        if self.beside is None and self.spare is not None and self.spare.take():
+            self.beside = _BESIDE.submit(self._spill_beside, buffer)
+            return done
+        return done + self._spill(buffer)
 
     def flush(self) -> list[RunFile]:
-        if not self.buffer:
+        # The spill beside ends first: a worker's last spill and its spill beside at once were the read stage's
+        # peak (8 unsorted files, 80M rows: +60 MiB).
+        done = self._beside_runs(wait=True)
+        buffer, self.buffer, self.buffered = self.buffer, [], 0
+        return done + (self._spill(buffer) if buffer else [])
+
+    def _beside_runs(self, wait: bool) -> list[RunFile]:
+        """The run files of the spill beside the adds once it is done (WAIT: waited for); else none."""
+        if self.beside is None or not (wait or self.beside.done()):
             return []
-        table = pa.concat_tables(self.buffer)
-        self.buffer, self.buffered = [], 0
+        beside, self.beside = self.beside, None
+        return beside.result()
+
+    def _spill_beside(self, buffer: list[pa.Table]) -> list[RunFile]:
+        try:
+            return self._spill(buffer)
+        finally:
+            self.spare.give()
+
+    def _spill(self, buffer: list[pa.Table]) -> list[RunFile]:
+        table = pa.concat_tables(buffer)
         # One added table may be several budgets large: combine it in about budget-sized equal slices. A
         # buffer just past the budget stays whole (slices of the budget would leave a tiny last file).
         slices = max(1, table.nbytes // self.budget)

@@ -21,6 +21,7 @@ import concurrent.futures
 import functools
 import math
 import threading
+import uuid
 import weakref
 from typing import NamedTuple
 
@@ -32,7 +33,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.read import report_range_done
-from ngramflow.transforms.runfiles import RunFile, RunSpiller, make_folder, merged
+from ngramflow.transforms.runfiles import RunFile, RunSpiller, SpareBudgets, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import SPILL_COMPRESSION, release_freed_memory
 from ngramflow.transforms.total import ngram_tables, order_totals, part_name
@@ -44,23 +45,47 @@ ORDER_TOTALS, TOKEN_RUNS = "order_totals", "token_runs"
 
 class SpillRuns(beam.DoFn):
     """Run tables -> RunFile of their merged rows, holding at most about ``budget`` bytes of run tables, written
-    with ``compression`` (sizing.spill_compression)."""
+    with ``compression`` (sizing.spill_compression). ``lend_among``: the workers are that many threads of one
+    process (the embedded runner's), and a worker's full buffer is spilled beside its reading while another's
+    budget is spare (runfiles.SpareBudgets); 0: each worker spills its own (Flink's, each its own process)."""
 
-    def __init__(self, folder: str, budget: int, compression: str | None):
-        self.folder, self.budget, self.compression = folder, budget, compression
+    def __init__(self, folder: str, budget: int, compression: str | None, lend_among: int = 0):
+        self.folder, self.budget, self.compression, self.lend_among = folder, budget, compression, lend_among
+        self.budgets = uuid.uuid4().hex  # the one SpareBudgets of this step's instances (spare_budgets)
 
     def setup(self):
         make_folder(self.folder)
+        self.spare = spare_budgets(self.budgets, self.lend_among) if self.lend_among > 1 else None
 
     def start_bundle(self):
-        self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget, self.compression)
+        self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget, self.compression, self.spare)
+        if self.spare:
+            self.spare.hold()
 
     def process(self, runs: pa.Table):
         yield from self.spiller.add(runs)
 
     def finish_bundle(self):
-        for run in self.spiller.flush():
+        try:
+            runs = self.spiller.flush()
+        finally:
+            if self.spare:
+                self.spare.give()
+        for run in runs:
             yield WindowedValue(run, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+#: The SpareBudgets of each SpillRuns step, by its name, shared by its instances (a worker thread's each): made
+#: by the first of them, gone with the last.
+_SPARE_BUDGETS, _MAKING_SPARE_BUDGETS = weakref.WeakValueDictionary(), threading.Lock()
+
+
+def spare_budgets(name: str, workers: int) -> SpareBudgets:
+    with _MAKING_SPARE_BUDGETS:
+        budgets = _SPARE_BUDGETS.get(name)
+        if budgets is None:
+            budgets = _SPARE_BUDGETS[name] = SpareBudgets(workers)
+        return budgets
 
 
 class Range(NamedTuple):
@@ -259,7 +284,7 @@ class TotalNgramsOnDisk(beam.PTransform):
         range_rows, workers = self.range_rows, self.workers
         merge = (self.min_count, self.folder, self.budget, self.root, self.schema, self.progress_dir, self.compression)
         run_files = gathered_to_one(runs | "Spill sorted runs" >> beam.ParDo(
-            SpillRuns(self.folder, self.budget, self.compression)), "run files")
+            SpillRuns(self.folder, self.budget, self.compression, workers if self.threads else 0)), "run files")
         if self.threads:
             merged_ranges = run_files | "Merge the ranges into their part files" >> beam.ParDo(
                 MergeRanges(*merge, range_rows=range_rows, workers=workers)).with_outputs(
