@@ -195,11 +195,25 @@ def flink_available() -> bool:
     return "--runner" in text
 
 
+#: The layouts of a benchmark corpus that every size measures besides ``2012``: (input label, folder).
+LAYOUTS = (("2012 sorted", "2012-sorted"), ("2012 shuffled", "2012-shuffled"), ("2012 one file", "2012-one"),
+           ("2020", "2020"))
+
+
+def one_file_layout(path: str) -> str:
+    """The corpus at PATH as one file, reused when already there: the files of ``2012-merged/`` joined (gzip
+    members concatenate), which one worker reads in order while the other has nothing to read."""
+    folder = os.path.join(path, "2012-one")
+    if not os.path.exists(folder):
+        _merge(data_files(path, "2012-merged"), folder + ".tmp", 1)
+        os.replace(folder + ".tmp", folder)
+    return folder
+
+
 def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str, str, list[str]]]:
     """(name, input format, command) of every contender on one corpus; ``full``: the slower peers too;
     Flink if ``flink``."""
-    files12, files20 = data_files(path, "2012-merged"), data_files(path, "2020")
-    sorted12, shuffled12 = data_files(path, "2012-sorted"), data_files(path, "2012-shuffled")
+    files12 = data_files(path, "2012-merged")
     contenders = [("gzip decompression (Python gzip)", "2012", _peer("gzip", "-", files12))] if full else []
     contenders += [
         ("isal decompression (fastest from PyPI)", "2012", _peer("isal", "-", files12)),
@@ -209,18 +223,13 @@ def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str,
     if full:
         contenders += [("ngramflow import, embedded, 1 worker", "2012", _import(files12, out, "--workers", "1")),
                        ("plain Python dict aggregation", "2012", _peer("python-dict", "-", files12))]
-    contenders += [
-        ("isal decompression (fastest from PyPI)", "2012 sorted", _peer("isal", "-", sorted12)),
-        ("DuckDB 2 threads, GROUP BY -> Parquet", "2012 sorted", _peer("duckdb-2012", out + ".parquet", sorted12)),
-        ("ngramflow import, embedded, default workers", "2012 sorted", _import(sorted12, out)),
-        ("isal decompression (fastest from PyPI)", "2012 shuffled", _peer("isal", "-", shuffled12)),
-        ("DuckDB 2 threads, GROUP BY -> Parquet", "2012 shuffled",
-         _peer("duckdb-2012", out + ".parquet", shuffled12)),
-        ("ngramflow import, embedded, default workers", "2012 shuffled", _import(shuffled12, out)),
-        ("isal decompression (fastest from PyPI)", "2020", _peer("isal", "-", files20)),
-        ("DuckDB 2 threads, GROUP BY -> Parquet", "2020", _peer("duckdb-2020", out + ".parquet", files20)),
-        ("ngramflow import, embedded, default workers", "2020", _import(files20, out)),
-    ]
+    for fmt, layout in LAYOUTS:
+        files, duckdb = data_files(path, layout), "duckdb-2020" if fmt == "2020" else "duckdb-2012"
+        contenders += [
+            ("isal decompression (fastest from PyPI)", fmt, _peer("isal", "-", files)),
+            ("DuckDB 2 threads, GROUP BY -> Parquet", fmt, _peer(duckdb, out + ".parquet", files)),
+            ("ngramflow import, embedded, default workers", fmt, _import(files, out)),
+        ]
     if flink and flink_available():
         contenders.append(("ngramflow import, Flink [local] batch", "2012",
                            _import(files12, out, "--runner", "flink")))
@@ -234,9 +243,8 @@ def throughput(workdir: str, sizes: list[int], flink: bool = True, slow: bool = 
     for index, rows in enumerate(sizes):
         path = corpus(workdir, rows)
         shuffled_layout(path)  # and the sorted one it is made of
-        files = {fmt: data_files(path, layout) for fmt, layout in (
-            ("2012", "2012-merged"), ("2012 sorted", "2012-sorted"), ("2012 shuffled", "2012-shuffled"),
-            ("2020", "2020"))}
+        one_file_layout(path)
+        files = {fmt: data_files(path, layout) for fmt, layout in (("2012", "2012-merged"), *LAYOUTS)}
         info = json.load(open(os.path.join(path, "corpus.json")))
         meta[rows] = {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
                       "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()},
@@ -305,7 +313,8 @@ def report(results, meta, scaling, stage, command: str, breakdown=None) -> str:
         "per-prefix files merged into a few files, as Google's hold millions of rows each; \"2012 sorted\": "
         "each order sorted and cut into files of 4M rows named as the export names its files, which Google's "
         "are and which an import totals in their own order; \"2012 shuffled\": those files with their n-grams "
-        "in a random order, each n-gram's rows together) and the same data in the 2020 format:",
+        "in a random order, each n-gram's rows together; \"2012 one file\": the merged files joined into one) "
+        "and the same data in the 2020 format:",
         "",
     ]
     for m in meta.values():

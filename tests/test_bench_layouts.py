@@ -5,7 +5,7 @@ import os
 
 from isal import igzip
 
-from benchmarks.bench import corpus, data_files, shuffled_layout
+from benchmarks.bench import corpus, data_files, one_file_layout, shuffled_layout
 
 
 def _lines(path: str) -> list[bytes]:
@@ -29,3 +29,15 @@ def test_the_shuffled_layout_holds_each_sorted_file_with_its_ngrams_out_of_order
         for key, rows in itertools.groupby(shuffled, key=lambda line: line.split(b"\t", 1)[0]):
             years = [int(row.split(b"\t")[1]) for row in rows]
             assert years == sorted(years), key
+
+
+def test_the_one_file_layout_is_the_merged_files_joined_into_one(tmp_path):
+    """One gzip file of every merged file's members, in their order: the same lines, read as one file."""
+    path = corpus(str(tmp_path), 20_000)
+    one_file_layout(path)
+    (one,) = data_files(path, "2012-one")
+    merged = data_files(path, "2012-merged")
+    assert len(merged) > 1
+    assert _lines(one) == [line for part in merged for line in _lines(part)]
+    made = os.stat(one).st_mtime_ns
+    assert one_file_layout(path) == os.path.dirname(one) and os.stat(one).st_mtime_ns == made, "made once"
