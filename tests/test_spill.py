@@ -10,6 +10,7 @@ import json
 import math
 import os
 import threading
+from types import SimpleNamespace
 
 import apache_beam as beam
 import duckdb
@@ -312,6 +313,21 @@ def test_tiny_budget_2012_equals_duckdb(tiny_budget, tmp_path, capsys, monkeypat
     assert not os.path.exists(os.path.join(dataset, layout.SPILL))
     assert not any(layout.SPILL in name for name in manifest["files"])
     check_ranges(dataset, manifest)
+
+
+def test_one_file_spills_beside_its_reading_on_the_idle_workers_budget(tiny_budget, tmp_path, monkeypatch):
+    """The sample's files joined into one, read by one of two workers: it spills beside its reading on the budget
+    of the worker with nothing to read (runfiles.SpareBudgets), and the totals are DuckDB's."""
+    one = tmp_path / "joined.gz"
+    with open(one, "wb") as out:
+        for path in gz_files(SAMPLE_2012):
+            out.write(open(path, "rb").read())
+    pool, beside = runfiles._BESIDE, []
+    monkeypatch.setattr(runfiles, "_BESIDE", SimpleNamespace(
+        submit=lambda spill, *args: beside.append(spill) or pool.submit(spill, *args)))
+    assert run_cli("import", one, "--output", tmp_path / "out", "--workers", "2", "--quiet") == 0
+    assert beside, "no spill beside the reading"
+    assert_same_rows(ngrams_of(str(tmp_path / "out")), reference_2012(gz_files(SAMPLE_2012), where=NOT_TAGGED))
 
 
 def test_tiny_budget_2020_equals_duckdb(tiny_budget, tmp_path):

@@ -209,8 +209,8 @@ class RunSpiller:
         return done + self._spill(buffer)
 
     def flush(self) -> list[RunFile]:
-        # The spill beside ends first: a worker's last spill and its spill beside at once were the read stage's
-        # peak (8 unsorted files, 80M rows: +60 MiB).
+        # The spill beside ends first: a worker's last spill and its spill beside at once would hold two merges'
+        # memory, at the read stage's end, where its peak is.
         done = self._beside_runs(wait=True)
         buffer, self.buffer, self.buffered = self.buffer, [], 0
         return done + (self._spill(buffer) if buffer else [])

@@ -6,7 +6,8 @@ neither run tables nor n-gram tables cross one; only references to run files and
 small records do (transforms/runfiles.py):
 
     SpillRuns      run tables -> run files: each worker buffers run tables up to the budget,
-                   merges the buffer (merge_runs: one row per n-gram, sorted) and writes it
+                   merges the buffer (merge_runs: one row per n-gram, sorted) and writes it,
+                   beside its reading while an idle worker's budget is spare (embedded)
     plan_ranges    every run file's batch bounds -> key ranges of about RANGE_ROWS run rows
                    each: the part files follow the data, however many distinct n-grams
     MergeRange     one range and the run files overlapping it -> a streaming k-way merge of
@@ -51,11 +52,11 @@ class SpillRuns(beam.DoFn):
 
     def __init__(self, folder: str, budget: int, compression: str | None, lend_among: int = 0):
         self.folder, self.budget, self.compression, self.lend_among = folder, budget, compression, lend_among
-        self.budgets = uuid.uuid4().hex  # the one SpareBudgets of this step's instances (spare_budgets)
+        self.budgets_name = uuid.uuid4().hex  # of the one SpareBudgets of this step's instances (spare_budgets)
 
     def setup(self):
         make_folder(self.folder)
-        self.spare = spare_budgets(self.budgets, self.lend_among) if self.lend_among > 1 else None
+        self.spare = spare_budgets(self.budgets_name, self.lend_among) if self.lend_among > 1 else None
 
     def start_bundle(self):
         self.spiller = RunSpiller(self.folder, "runs", merge_runs, self.budget, self.compression, self.spare)
