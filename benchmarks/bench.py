@@ -205,6 +205,7 @@ def one_file_layout(path: str) -> str:
     members concatenate), which one worker reads in order while the other has nothing to read."""
     folder = os.path.join(path, "2012-one")
     if not os.path.exists(folder):
+        shutil.rmtree(folder + ".tmp", ignore_errors=True)  # an interrupted run's
         _merge(data_files(path, "2012-merged"), folder + ".tmp", 1)
         os.replace(folder + ".tmp", folder)
     return folder
