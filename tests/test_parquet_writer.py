@@ -1,6 +1,6 @@
-"""The n-gram files' Parquet writer (native/src/parquet.rs, through transforms/sinks.py) against independent
-readers: pyarrow and DuckDB read its files back as the tables written, with the statistics Arrow's own writer
-gives the same rows."""
+"""The n-gram and vocabulary files' Parquet writer (native/src/parquet.rs, through transforms/sinks.py) against
+independent readers: pyarrow and DuckDB read its files back as the tables written, with the statistics Arrow's
+own writer gives the same rows."""
 
 import pathlib
 import random
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ngramflow.schemas import NGRAMS
+from ngramflow.schemas import NGRAMS, VOCABULARY
 from ngramflow.transforms import sinks
 from conftest import SAMPLE, import_ok
 
@@ -39,7 +39,7 @@ def _table(rng: random.Random, rows: int, ordered: bool) -> pa.Table:
 
 
 def _written(table: pa.Table, path, writer, row_group_rows: int):
-    with pa.OSFile(str(path), "wb") as fh, writer(fh, NGRAMS) as written:
+    with pa.OSFile(str(path), "wb") as fh, writer(fh, table.schema) as written:
         for start in range(0, table.num_rows, 997):  # several writes, as a part file's pieces come
             written.write_table(table.slice(start, 997), row_group_size=row_group_rows)
     return pq.ParquetFile(str(path))
@@ -47,6 +47,43 @@ def _written(table: pa.Table, path, writer, row_group_rows: int):
 
 def _arrow_writer(fh, schema):
     return pq.ParquetWriter(fh, schema, **sinks._parquet(schema))
+
+
+def _vocabulary(rng: random.Random, rows: int) -> pa.Table:
+    """Vocabulary rows in id order: counts descending, then nulls (tokens with no unigram), a few nulls
+    elsewhere too (the reserved ids' file has them first), and now and then a column of nulls alone."""
+    counts = sorted((rng.randrange(40, 10**rng.randrange(2, 12)) for _ in range(rows)), reverse=True)
+    counted = rng.choice([rows, rows - rows // 3, 0, rng.randrange(rows + 1)])
+    matches = [c if i < counted and rng.random() > 0.01 else None for i, c in enumerate(counts)]
+    volumes = [None if m is None else rng.randrange(1, m + 1) for m in matches]
+    tokens = [_key(rng).replace(" ", "") for _ in range(rows)]
+    return pa.table([list(range(3, 3 + rows)), tokens, matches, volumes], schema=VOCABULARY)
+
+
+def _same_as_arrows(ours: pq.ParquetFile, arrows: pq.ParquetFile, table: pa.Table) -> None:
+    """OURS reads back as TABLE, with the row groups and statistics of ARROWS, the same rows by Arrow's writer."""
+    assert ours.metadata.created_by == sinks.CREATED_BY
+    back = ours.read()
+    assert back.schema == table.schema
+    assert back.equals(table)
+    assert ours.metadata.num_row_groups == arrows.metadata.num_row_groups
+    for group in range(ours.metadata.num_row_groups):
+        for column in range(len(table.schema)):
+            got = ours.metadata.row_group(group).column(column)
+            expected = arrows.metadata.row_group(group).column(column)
+            assert got.num_values == expected.num_values
+            assert got.statistics.has_min_max == expected.statistics.has_min_max, (group, column)
+            if expected.statistics.has_min_max:
+                assert (got.statistics.min, got.statistics.max) == (expected.statistics.min, expected.statistics.max)
+            assert got.statistics.null_count == expected.statistics.null_count
+
+
+def _read_by_duckdb(path, table: pa.Table) -> duckdb.DuckDBPyConnection:
+    """DuckDB reads the file at PATH as TABLE; the connection, for more."""
+    listed, db = ", ".join(f'"{name}"' for name in table.schema.names), duckdb.connect()
+    read = db.sql(f"SELECT {listed} FROM '{path}'").fetchall()
+    assert read == [tuple(row.values()) for row in table.to_pylist()]
+    return db
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -57,31 +94,33 @@ def test_the_kernels_files_read_back_as_written_with_arrows_statistics(seed, tmp
     row_group_rows = rng.choice([100, 1000, 32 * 1024])
     ours = _written(table, tmp_path / "kernel.parquet", sinks._KernelWriter, row_group_rows)
     arrows = _written(table, tmp_path / "arrow.parquet", _arrow_writer, row_group_rows)
-    assert ours.metadata.created_by == sinks.CREATED_BY
-
-    back = ours.read()
-    assert back.schema == NGRAMS
-    assert back.equals(table)
-    assert ours.metadata.num_row_groups == arrows.metadata.num_row_groups
-    for group in range(ours.metadata.num_row_groups):
-        for column in range(len(NGRAMS)):
-            got = ours.metadata.row_group(group).column(column)
-            expected = arrows.metadata.row_group(group).column(column)
-            assert got.num_values == expected.num_values
-            assert got.statistics.has_min_max == expected.statistics.has_min_max, (group, column)
-            if expected.statistics.has_min_max:
-                assert (got.statistics.min, got.statistics.max) == (expected.statistics.min, expected.statistics.max)
-            assert got.statistics.null_count == 0
-
-    listed, db = ", ".join(f'"{name}"' for name in NGRAMS.names), duckdb.connect()
-    read = db.sql(f"SELECT {listed} FROM '{tmp_path / 'kernel.parquet'}'").fetchall()
-    assert read == [tuple(row.values()) for row in table.to_pylist()]
+    _same_as_arrows(ours, arrows, table)
+    db = _read_by_duckdb(tmp_path / "kernel.parquet", table)
     # DuckDB's row-group pruning trusts the statistics: a point look-up finds each of a few keys
     for key in rng.sample(table["ngram"].to_pylist(), min(5, rows)):
         expected = table["ngram"].to_pylist().count(key)
         found = db.execute(f"SELECT count(*) FROM '{tmp_path / 'kernel.parquet'}' WHERE ngram = ?",
                            [key]).fetchall()[0][0]
         assert found == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vocabulary_files_with_null_counts_read_back_as_written(seed, tmp_path):
+    """Optional columns: each page's definition levels, the values of its defined rows, the chunks' null counts
+    and the min and max of their values, as Arrow's writer gives them; DuckDB sums what pyarrow reads."""
+    rng = random.Random(seed)
+    rows = rng.choice([1, 2, 127, 129, 3000, 40_000, 300_000])  # the last: pages cut within a row group
+    table = _vocabulary(rng, rows)
+    row_group_rows = rng.choice([100, 1000, 32 * 1024, 1 << 20])
+    assert isinstance(sinks._writer(pa.BufferOutputStream(), VOCABULARY), sinks._KernelWriter)
+    ours = _written(table, tmp_path / "kernel.parquet", sinks._writer, row_group_rows)
+    arrows = _written(table, tmp_path / "arrow.parquet", _arrow_writer, row_group_rows)
+    _same_as_arrows(ours, arrows, table)
+    db = _read_by_duckdb(tmp_path / "kernel.parquet", table)
+    sums = db.sql(f"SELECT count(match_count), sum(match_count), sum(volume_count) FROM '{tmp_path / 'kernel.parquet'}'")
+    counted = [m for m in table["match_count"].to_pylist() if m is not None]
+    volumes = [v for v in table["volume_count"].to_pylist() if v is not None]
+    assert sums.fetchall() == [(len(counted), sum(counted) if counted else None, sum(volumes) if volumes else None)]
 
 
 def test_keys_of_megabytes_cut_pages_and_drop_the_statistics_they_would_be(tmp_path):
@@ -99,9 +138,10 @@ def test_keys_of_megabytes_cut_pages_and_drop_the_statistics_they_would_be(tmp_p
     assert (got.min, got.max) == ("a", "h")  # one row group of all the keys
 
 
-def test_an_imports_n_gram_files_are_the_kernels(tmp_path):
+def test_an_imports_n_gram_and_vocabulary_files_are_the_kernels(tmp_path):
     out = import_ok(SAMPLE, tmp_path / "out")
-    parts = sorted(pathlib.Path(out).glob("ngrams/order=*/*.parquet"))
-    assert parts
-    for part in parts:
-        assert pq.ParquetFile(part).metadata.created_by == sinks.CREATED_BY
+    for files in ("ngrams/order=*/*.parquet", "vocabulary/*.parquet"):
+        parts = sorted(pathlib.Path(out).glob(files))
+        assert parts
+        for part in parts:
+            assert pq.ParquetFile(part).metadata.created_by == sinks.CREATED_BY

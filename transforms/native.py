@@ -194,37 +194,42 @@ _PARQUET_KINDS = {pa.string(): "utf8", pa.int8(): "int8", pa.int16(): "int16", p
 
 
 def parquet_writable(schema: pa.Schema) -> bool:
-    """Whether ParquetFile writes files of SCHEMA: flat columns of its types, without nulls."""
-    return all(field.type in _PARQUET_KINDS and not field.nullable for field in schema)
+    """Whether ParquetFile writes files of SCHEMA: flat columns of its types, nulls in integer columns only."""
+    return all(field.type in _PARQUET_KINDS and not (field.nullable and field.type == pa.string())
+               for field in schema)
 
 
 class ParquetFile:
     """A Parquet file of SCHEMA (parquet_writable) written by the kernel (native/src/parquet.rs): strings
-    DELTA_BYTE_ARRAY, integers DELTA_BINARY_PACKED, the pages of the columns in ZSTD compressed with zstd,
-    min/max statistics; the footer holds KEY_VALUE metadata. ``header``, ``row_group`` of each table of
-    rows, then ``footer`` give the bytes to write in turn."""
+    DELTA_BYTE_ARRAY, integers DELTA_BINARY_PACKED (a nullable field's column optional), the pages of the
+    columns in ZSTD compressed with zstd, min/max statistics; the footer holds KEY_VALUE metadata. ``header``,
+    ``row_group`` of each table of rows, then ``footer`` give the bytes to write in turn."""
 
     def __init__(self, schema: pa.Schema, zstd: set[str], key_value: dict[str, str], created_by: str):
         self.schema = schema
         self.file = _kernel.ParquetFile(schema.names, [_PARQUET_KINDS[field.type] for field in schema],
-                                        [name in zstd for name in schema.names], list(key_value.items()),
-                                        created_by)
+                                        [name in zstd for name in schema.names],
+                                        [field.nullable for field in schema], list(key_value.items()), created_by)
 
     def header(self) -> bytes:
         return self.file.header()
 
     def row_group(self, table: pa.Table):
-        """The bytes of a row group of TABLE's rows (of the file's schema, no nulls, at least one row)."""
+        """The bytes of a row group of TABLE's rows (of the file's schema, nulls only where it allows them, at
+        least one row)."""
         buffers = []
         for field, column in zip(self.schema, table.columns):
             array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            if array.null_count:
-                raise ValueError(f"{field.name}: nulls, which the kernel's Parquet files do not hold")
+            if array.null_count and not field.nullable:
+                raise ValueError(f"{field.name}: nulls in a field that holds none")
             if field.type == pa.string():
                 buffers += _string_buffers(array)
-            else:
-                width = array.type.bit_width // 8
-                buffers.append(array.buffers()[1].slice(array.offset * width, len(array) * width))
+                continue
+            width = array.type.bit_width // 8
+            buffers.append(array.buffers()[1].slice(array.offset * width, len(array) * width))
+            if field.nullable:  # a byte a row, 0 for a null; none: no null
+                buffers.append(pa.py_buffer(array.is_valid().to_numpy(zero_copy_only=False).view(np.uint8))
+                               if array.null_count else _NO_BYTES)
         return self.file.row_group(buffers)
 
     def footer(self) -> bytes:

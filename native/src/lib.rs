@@ -716,11 +716,12 @@ fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py,
     Owned::wrap(py, order)
 }
 
-/// ParquetFile(names, kinds, zstd, key_value, created_by)
+/// ParquetFile(names, kinds, zstd, optional, key_value, created_by)
 ///
-/// A Parquet file of flat columns without nulls (parquet.rs): NAMES, KINDS ("utf8", "int8", "int16",
-/// "int32", "int64"), whether each column's pages are compressed with zstd, the footer's KEY_VALUE metadata
-/// and CREATED_BY. header(), row_group(buffers) for each row group and footer() give the file's bytes in turn.
+/// A Parquet file of flat columns (parquet.rs): NAMES, KINDS ("utf8", "int8", "int16", "int32", "int64"),
+/// whether each column's pages are compressed with zstd, whether each is optional (may hold nulls: integers
+/// only), the footer's KEY_VALUE metadata and CREATED_BY. header(), row_group(buffers) for each row group and
+/// footer() give the file's bytes in turn.
 #[pyclass]
 struct ParquetFile(parquet::File);
 
@@ -731,19 +732,22 @@ impl ParquetFile {
         names: Vec<String>,
         kinds: Vec<String>,
         zstd: Vec<bool>,
+        optional: Vec<bool>,
         key_value: Vec<(String, String)>,
         created_by: String,
     ) -> PyResult<Self> {
-        if names.len() != kinds.len() || names.len() != zstd.len() {
+        if names.len() != kinds.len() || names.len() != zstd.len() || names.len() != optional.len()
+        {
             return Err(PyValueError::new_err(
-                "ParquetFile: names, kinds and zstd disagree",
+                "ParquetFile: names, kinds, zstd and optional disagree",
             ));
         }
         let specs = names
             .into_iter()
             .zip(kinds)
             .zip(zstd)
-            .map(|((name, kind), zstd)| {
+            .zip(optional)
+            .map(|(((name, kind), zstd), optional)| {
                 let kind = match kind.as_str() {
                     "utf8" => parquet::Kind::Utf8,
                     "int8" => parquet::Kind::Int(8),
@@ -756,7 +760,17 @@ impl ParquetFile {
                         )))
                     }
                 };
-                Ok(parquet::Spec { name, kind, zstd })
+                if optional && kind == parquet::Kind::Utf8 {
+                    return Err(PyValueError::new_err(format!(
+                        "{name}: optional strings are not written here"
+                    )));
+                }
+                Ok(parquet::Spec {
+                    name,
+                    kind,
+                    zstd,
+                    optional,
+                })
             })
             .collect::<PyResult<Vec<_>>>()?;
         let file = parquet::File::new(specs, key_value, created_by)
@@ -769,7 +783,8 @@ impl ParquetFile {
     }
 
     /// row_group(buffers) -> the row group's bytes: per column, of its kind, a utf8 column's two buffers (an
-    /// Arrow string array's offsets, n + 1 int32, and data) or an integer column's values (little-endian).
+    /// Arrow string array's offsets, n + 1 int32, and data) or an integer column's values (little-endian), and
+    /// an optional one's a byte a row more, 0 for a null (an empty buffer: none is null).
     fn row_group<'py>(
         &mut self,
         py: Python<'py>,
@@ -785,9 +800,9 @@ impl ParquetFile {
             let mut taken = Vec::new();
             for spec in file.specs() {
                 let mut next = || given.next().copied().ok_or("row_group: too few buffers");
-                taken.push(match spec.kind {
-                    parquet::Kind::Utf8 => (next()?, Some(next()?)),
-                    parquet::Kind::Int(_) => (next()?, None),
+                taken.push(match (spec.kind, spec.optional) {
+                    (parquet::Kind::Int(_), false) => (next()?, None),
+                    _ => (next()?, Some(next()?)),
                 });
             }
             if given.next().is_some() {
@@ -795,7 +810,8 @@ impl ParquetFile {
             }
             let offsets: Vec<_> = taken
                 .iter()
-                .map(|(first, data)| data.map(|_| int32s(first)))
+                .zip(file.specs())
+                .map(|((first, _), spec)| (spec.kind == parquet::Kind::Utf8).then(|| int32s(first)))
                 .collect();
             let mut columns = Vec::with_capacity(taken.len());
             for ((spec, (first, data)), offsets) in file.specs().iter().zip(&taken).zip(&offsets) {
@@ -803,7 +819,7 @@ impl ParquetFile {
                     (parquet::Kind::Utf8, Some(data), Some(offsets)) => parquet::Values::Strings(
                         checked_keys(first, offsets, data).ok_or(OFFSETS_OUTSIDE)?,
                     ),
-                    (parquet::Kind::Int(bits), None, None) => {
+                    (parquet::Kind::Int(bits), defined, None) => {
                         let width = bits as usize / 8;
                         if first.len() % width != 0 {
                             return Err(format!(
@@ -811,9 +827,14 @@ impl ParquetFile {
                                 first.len()
                             ));
                         }
+                        let defined = defined.filter(|defined| !defined.is_empty());
+                        if defined.is_some_and(|defined| defined.len() != first.len() / width) {
+                            return Err("row_group: a definition a row".into());
+                        }
                         parquet::Values::Ints {
                             bytes: first,
                             width,
+                            defined,
                         }
                     }
                     _ => unreachable!("buffers taken by kind"),

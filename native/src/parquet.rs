@@ -1,6 +1,8 @@
-//! Parquet files of flat columns without nulls, the n-gram part files' (transforms/sinks.py), encoded here
-//! as Arrow's writer encodes them: strings DELTA_BYTE_ARRAY, integers DELTA_BINARY_PACKED, pages of the
-//! columns sinks.py asks for compressed with zstd, min/max statistics for every column chunk.
+//! Parquet files of flat columns, the n-gram part files' and the vocabulary's (transforms/sinks.py), encoded
+//! here as Arrow's writer encodes them: strings DELTA_BYTE_ARRAY, integers DELTA_BINARY_PACKED, pages of the
+//! columns sinks.py asks for compressed with zstd, min/max statistics for every column chunk. Integer columns
+//! may be optional (a vocabulary's counts, null for a token with no unigram): their pages begin with the
+//! rows' definition levels, and hold the values of the rows that have one.
 //!
 //! Stream contract: `File::header`, then `File::row_group` for each row group's columns (their bytes are
 //! appended to the file in that order), then `File::footer`; each returns the bytes to append.
@@ -38,24 +40,31 @@ impl Kind {
     }
 }
 
-/// One column of the file: its name, kind, and whether its pages are compressed (zstd).
+/// One column of the file: its name, kind, whether its pages are compressed (zstd), and whether it is
+/// optional (may hold nulls: integers only).
 pub struct Spec {
     pub name: String,
     pub kind: Kind,
     pub zstd: bool,
+    pub optional: bool,
 }
 
-/// One column's values in a row group: strings, or integers of WIDTH bytes each, little-endian.
+/// One column's values in a row group: strings, or integers of WIDTH bytes each, little-endian, with (an
+/// optional column's) DEFINED, a byte a row, 0 for a null (whose bytes in BYTES are not read; None: no null).
 pub enum Values<'a> {
     Strings(Keys<'a>),
-    Ints { bytes: &'a [u8], width: usize },
+    Ints {
+        bytes: &'a [u8],
+        width: usize,
+        defined: Option<&'a [u8]>,
+    },
 }
 
 impl Values<'_> {
     pub fn len(&self) -> usize {
         match self {
             Values::Strings(keys) => keys.len(),
-            Values::Ints { bytes, width } => bytes.len() / width,
+            Values::Ints { bytes, width, .. } => bytes.len() / width,
         }
     }
 }
@@ -66,6 +75,8 @@ struct Scratch {
     body: Vec<u8>,
     compressed: Vec<u8>,
     ints: Vec<i64>,
+    /// A page's values of an optional column, its nulls left out.
+    kept: Vec<i64>,
     prefixes: Vec<i64>,
     suffixes: Vec<i64>,
 }
@@ -87,6 +98,7 @@ struct Chunk {
     compressed: u64,
     uncompressed: u64,
     min_max: Option<(Vec<u8>, Vec<u8>)>,
+    nulls: u64,
 }
 
 struct RowGroup {
@@ -138,14 +150,23 @@ impl File {
         let mut chunks = Vec::with_capacity(columns.len());
         for (at, values) in columns.iter().enumerate() {
             let offset = self.position + out.len() as u64;
-            let (kind, zstd) = (self.specs[at].kind, self.specs[at].zstd);
-            let (uncompressed, min_max) = self.chunk(values, kind, zstd, &mut out)?;
+            let spec = &self.specs[at];
+            let (kind, zstd, optional) = (spec.kind, spec.zstd, spec.optional);
+            let (uncompressed, min_max) = self.chunk(values, kind, zstd, optional, &mut out)?;
             let compressed = self.position + out.len() as u64 - offset;
+            let nulls = match values {
+                Values::Ints {
+                    defined: Some(defined),
+                    ..
+                } => defined.iter().filter(|&&d| d == 0).count() as u64,
+                _ => 0,
+            };
             chunks.push(Chunk {
                 offset,
                 compressed,
                 uncompressed,
                 min_max,
+                nulls,
             });
         }
         self.position += out.len() as u64;
@@ -153,21 +174,35 @@ impl File {
         Ok(out)
     }
 
-    /// One column chunk's pages appended to OUT: (its bytes uncompressed, headers included; min and max).
+    /// One column chunk's pages appended to OUT: (its bytes uncompressed, headers included; min and max). An
+    /// OPTIONAL column's pages begin with their rows' definition levels.
     fn chunk(
         &mut self,
         values: &Values,
         kind: Kind,
         zstd: bool,
+        optional: bool,
         out: &mut Vec<u8>,
     ) -> std::io::Result<(u64, Option<(Vec<u8>, Vec<u8>)>)> {
         let narrow = kind.physical() == 1;
         let scratch = &mut self.scratch;
         let (encoding, mut min_max) = match values {
             Values::Strings(keys) => (DELTA_BYTE_ARRAY, first_and_last(keys)),
-            Values::Ints { bytes, width } => {
+            Values::Ints {
+                bytes,
+                width,
+                defined,
+            } => {
                 widened(bytes, *width, &mut scratch.ints);
-                (DELTA_BINARY_PACKED, int_min_max(&scratch.ints, narrow))
+                let min_max = match defined {
+                    None => int_min_max(&scratch.ints, narrow),
+                    Some(defined) => {
+                        scratch.kept.clear();
+                        scratch.kept.extend(kept(&scratch.ints, defined));
+                        int_min_max(&scratch.kept, narrow)
+                    }
+                };
+                (DELTA_BINARY_PACKED, min_max)
             }
         };
         let (mut start, mut uncompressed, mut ascending) = (0, 0, true);
@@ -179,8 +214,25 @@ impl File {
                     let after = start == 0 || keys.get(start - 1) <= keys.get(start);
                     ascending &= after && delta_byte_array(keys, start, stop, scratch);
                 }
-                Values::Ints { .. } => {
-                    delta_binary_packed(&scratch.ints[start..stop], narrow, &mut scratch.body)
+                Values::Ints { defined, .. } => {
+                    let defined = defined.map(|defined| &defined[start..stop]);
+                    if optional {
+                        definition_levels(defined, stop - start, &mut scratch.body);
+                    }
+                    match defined {
+                        None => delta_binary_packed(
+                            &scratch.ints[start..stop],
+                            narrow,
+                            &mut scratch.body,
+                        ),
+                        Some(defined) => {
+                            scratch.kept.clear();
+                            scratch
+                                .kept
+                                .extend(kept(&scratch.ints[start..stop], defined));
+                            delta_binary_packed(&scratch.kept, narrow, &mut scratch.body)
+                        }
+                    }
                 }
             }
             let page: &[u8] = if zstd {
@@ -217,7 +269,7 @@ impl File {
         for spec in &self.specs {
             t.element();
             t.i32(1, spec.kind.physical());
-            t.i32(3, 0); // REQUIRED
+            t.i32(3, spec.optional as i32); // REQUIRED (0) or OPTIONAL (1)
             t.binary(4, spec.name.as_bytes());
             match spec.kind {
                 Kind::Utf8 => {
@@ -261,8 +313,8 @@ impl File {
                 t.i64(7, chunk.compressed as i64);
                 t.i64(9, chunk.offset as i64);
                 t.begin(12);
-                t.i64(3, 0); // null count
-                             // Each of min and max left out when longer than MAX_STATISTICS_BYTES, as Arrow leaves it out
+                t.i64(3, chunk.nulls as i64); // null count
+                                              // Each of min and max left out when longer than MAX_STATISTICS_BYTES, as Arrow leaves it out
                 let kept = |value: &Vec<u8>| value.len() <= MAX_STATISTICS_BYTES;
                 if let Some((min, max)) = &chunk.min_max {
                     if kept(max) {
@@ -319,7 +371,8 @@ fn page_end(values: &Values, start: usize) -> usize {
     }
 }
 
-/// A DATA_PAGE header (Parquet's thrift, compact protocol) of ROWS values of ENCODING, no levels.
+/// A DATA_PAGE header (Parquet's thrift, compact protocol) of ROWS values of ENCODING (nulls among them, in an
+/// optional column's page: its definition levels come first, in the page's bytes).
 fn page_header(rows: usize, encoding: i32, uncompressed: usize, compressed: usize) -> Vec<u8> {
     let mut t = Thrift::new();
     t.i32(1, 0); // DATA_PAGE
@@ -332,6 +385,45 @@ fn page_header(rows: usize, encoding: i32, uncompressed: usize, compressed: usiz
     t.i32(4, RLE);
     t.end();
     t.finish()
+}
+
+/// The values of INTS whose row is DEFINED (non-zero).
+fn kept<'a>(ints: &'a [i64], defined: &'a [u8]) -> impl Iterator<Item = i64> + 'a {
+    ints.iter()
+        .zip(defined)
+        .filter(|(_, &d)| d != 0)
+        .map(|(&v, _)| v)
+}
+
+/// The definition levels of an optional column's ROWS rows, DEFINED (a byte a row, 0 for a null; None: none
+/// is) appended to OUT, as a data page (v1) holds them: their bytes' length (4, little-endian), then runs of
+/// one level each in the RLE/bit-packed hybrid at bit width 1 (a vocabulary's nulls are its last rows: a run or
+/// two a page).
+fn definition_levels(defined: Option<&[u8]>, rows: usize, out: &mut Vec<u8>) {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    let mut run = |level: bool, count: usize| {
+        uleb(out, (count as u64) << 1); // an RLE run's header: its length, and 0 in its lowest bit
+        out.push(level as u8);
+    };
+    match defined {
+        None if rows > 0 => run(true, rows),
+        None => {}
+        Some(defined) => {
+            let mut start = 0;
+            while start < defined.len() {
+                let level = defined[start] != 0;
+                let length = defined[start..]
+                    .iter()
+                    .position(|&d| (d != 0) != level)
+                    .unwrap_or(defined.len() - start);
+                run(level, length);
+                start += length;
+            }
+        }
+    }
+    let length = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&length.to_le_bytes());
 }
 
 /// (min, max) of string keys that ascend, as sorted n-grams do: their first and last.
@@ -726,6 +818,20 @@ mod tests {
         let mut out = Vec::new();
         delta_binary_packed(&narrow, true, &mut out);
         assert_eq!(decode(&out, true), narrow);
+    }
+
+    #[test]
+    fn definition_levels_are_runs_of_one_level() {
+        let mut out = Vec::new();
+        definition_levels(None, 300, &mut out);
+        // 4 bytes of length, then one run: 300 << 1 as a varint (2 bytes), the level 1
+        assert_eq!(out, [3, 0, 0, 0, 0xd8, 0x04, 1]);
+        out.clear();
+        definition_levels(Some(&[1, 1, 0, 0, 0, 1]), 6, &mut out);
+        assert_eq!(out, [6, 0, 0, 0, 4, 1, 6, 0, 2, 1]);
+        out.clear();
+        definition_levels(None, 0, &mut out);
+        assert_eq!(out, [0, 0, 0, 0]);
     }
 
     #[test]
