@@ -36,19 +36,24 @@ PY = sys.executable
 MERGED_FILES = 8
 
 
-def corpus(workdir: str, rows: int, seed: int = 1) -> str:
-    """A generated corpus of ``rows`` 2012-format rows, reused when already there.
+#: The orders of the benchmark corpus, and of its 1-gram shaped one (issue 16 measured one: many distinct
+#: n-grams of a few rows each, short ones, where an import's cost per n-gram weighs most against decompression).
+ORDERS, UNIGRAMS = "1,2,3", "1"
+
+
+def corpus(workdir: str, rows: int, seed: int = 1, orders: str = ORDERS) -> str:
+    """A generated corpus of ``rows`` 2012-format rows of ORDERS, reused when already there.
 
     ``2012/`` is the generator's layout, ``2012-merged/`` the same bytes in
     MERGED_FILES files (gzip members concatenate into valid files, and every
     n-gram still lies within one file), ``2020/`` the 2020 layout.
     """
-    path = os.path.join(workdir, f"corpus-{rows}")
+    path = os.path.join(workdir, f"corpus-{rows}" + ("" if orders == ORDERS else f"-orders-{orders}"))
     report = os.path.join(path, "corpus.json")
     if not os.path.exists(report):
         shutil.rmtree(path, ignore_errors=True)
         subprocess.run([PY, "-m", "ngramflow.cli", "sample-corpus", path, "--rows", str(rows), "--seed", str(seed),
-                        "--orders", "1,2,3"], check=True, cwd=ROOT)
+                        "--orders", orders], check=True, cwd=ROOT)
         _merge(data_files(path, "2012"), os.path.join(path, "2012-merged"), MERGED_FILES)
     return path
 
@@ -198,6 +203,9 @@ def flink_available() -> bool:
 #: The layouts of a benchmark corpus that every size measures besides ``2012``: (input label, folder).
 LAYOUTS = (("2012 sorted", "2012-sorted"), ("2012 shuffled", "2012-shuffled"), ("2012 one file", "2012-one"),
            ("2020", "2020"))
+#: The layouts of the 1-gram shaped corpus (UNIGRAMS), measured at the largest size: the 2012 files as the
+#: export names and cuts them (by first letters), and the 2020 shards.
+UNIGRAM_LAYOUTS = (("2012 1-grams", "2012"), ("2020 1-grams", "2020"))
 
 
 def one_file_layout(path: str) -> str:
@@ -224,39 +232,58 @@ def _contenders(path: str, out: str, full: bool, flink: bool) -> list[tuple[str,
     if full:
         contenders += [("ngramflow import, embedded, 1 worker", "2012", _import(files12, out, "--workers", "1")),
                        ("plain Python dict aggregation", "2012", _peer("python-dict", "-", files12))]
-    for fmt, layout in LAYOUTS:
-        files, duckdb = data_files(path, layout), "duckdb-2020" if fmt == "2020" else "duckdb-2012"
-        contenders += [
-            ("isal decompression (fastest from PyPI)", fmt, _peer("isal", "-", files)),
-            ("DuckDB 2 threads, GROUP BY -> Parquet", fmt, _peer(duckdb, out + ".parquet", files)),
-            ("ngramflow import, embedded, default workers", fmt, _import(files, out)),
-        ]
+    contenders += layout_contenders(path, LAYOUTS, out)
     if flink and flink_available():
         contenders.append(("ngramflow import, Flink [local] batch", "2012",
                            _import(files12, out, "--runner", "flink")))
     return contenders
 
 
+def layout_contenders(path: str, layouts, out: str) -> list[tuple[str, str, list[str]]]:
+    """(name, input, command) of isal, DuckDB and the default import on each of the LAYOUTS ((input, folder))
+    of the corpus at PATH."""
+    contenders = []
+    for fmt, layout in layouts:
+        files, duckdb = data_files(path, layout), "duckdb-2020" if fmt.startswith("2020") else "duckdb-2012"
+        contenders += [
+            ("isal decompression (fastest from PyPI)", fmt, _peer("isal", "-", files)),
+            ("DuckDB 2 threads, GROUP BY -> Parquet", fmt, _peer(duckdb, out + ".parquet", files)),
+            ("ngramflow import, embedded, default workers", fmt, _import(files, out)),
+        ]
+    return contenders
+
+
+def _described(path: str, layouts) -> dict:
+    """What the report says of the corpus at PATH: its rows, and the files and bytes of each of its LAYOUTS."""
+    files = {fmt: data_files(path, layout) for fmt, layout in layouts}
+    info = json.load(open(os.path.join(path, "corpus.json")))
+    return {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
+            "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()}, "ngrams": info["ngrams"]}
+
+
 def throughput(workdir: str, sizes: list[int], flink: bool = True, slow: bool = True) -> tuple[list[dict], dict]:
     """Every contender on the corpus of each size, one after the other; the first size gets the slow peers
-    (unless not ``slow``)."""
+    (unless not ``slow``), the last the 1-gram shaped corpus too."""
     results, meta = [], {}
     for index, rows in enumerate(sizes):
         path = corpus(workdir, rows)
         shuffled_layout(path)  # and the sorted one it is made of
         one_file_layout(path)
-        files = {fmt: data_files(path, layout) for fmt, layout in (("2012", "2012-merged"), *LAYOUTS)}
-        info = json.load(open(os.path.join(path, "corpus.json")))
-        meta[rows] = {"rows": info["rows_2012"], "files": {f: len(fs) for f, fs in files.items()},
-                      "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()},
-                      "ngrams": info["ngrams"]}
-        for name, fmt, command in _contenders(path, os.path.join(workdir, "out"), slow and index == 0, flink):
-            print(f"  {name} ({fmt}, {rows:,} rows) ...", file=sys.stderr, flush=True)
-            m = run(command, env={"PYTHONPATH": ROOT})
-            failure = None if m.returncode == 0 else _last_error(m.output)
-            results.append({"name": name, "format": fmt, "size": rows, "rows": info["rows_2012"],
-                            "wall": m.wall_seconds, "cpu": m.cpu_seconds, "rss": m.peak_rss_bytes,
-                            "failed": failure})
+        meta[rows] = _described(path, (("2012", "2012-merged"), *LAYOUTS))
+        out = os.path.join(workdir, "out")
+        corpora = [(meta[rows], _contenders(path, out, slow and index == 0, flink))]
+        if index == len(sizes) - 1:
+            unigrams = corpus(workdir, rows, orders=UNIGRAMS)
+            meta[f"{rows} 1-grams"] = _described(unigrams, UNIGRAM_LAYOUTS)
+            corpora.append((meta[f"{rows} 1-grams"], layout_contenders(unigrams, UNIGRAM_LAYOUTS, out)))
+        for described, contenders in corpora:
+            for name, fmt, command in contenders:
+                print(f"  {name} ({fmt}, {rows:,} rows) ...", file=sys.stderr, flush=True)
+                m = run(command, env={"PYTHONPATH": ROOT})
+                failure = None if m.returncode == 0 else _last_error(m.output)
+                results.append({"name": name, "format": fmt, "size": rows, "rows": described["rows"],
+                                "wall": m.wall_seconds, "cpu": m.cpu_seconds, "rss": m.peak_rss_bytes,
+                                "failed": failure})
     return results, meta
 
 
@@ -315,7 +342,9 @@ def report(results, meta, scaling, stage, command: str, breakdown=None) -> str:
         "each order sorted and cut into files of 4M rows named as the export names its files, which Google's "
         "are and which an import totals in their own order; \"2012 shuffled\": those files with their n-grams "
         "in a random order, each n-gram's rows together; \"2012 one file\": the merged files joined into one) "
-        "and the same data in the 2020 format:",
+        "and the same data in the 2020 format; at the larger size, a corpus of 1-grams alone too (\"1-grams\", "
+        "seed 1: many distinct n-grams of few rows each, as issue 16 measured), its 2012 files as the export "
+        "names and cuts them:",
         "",
     ]
     for m in meta.values():

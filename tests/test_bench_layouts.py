@@ -5,7 +5,7 @@ import os
 
 from isal import igzip
 
-from benchmarks.bench import corpus, data_files, one_file_layout, shuffled_layout
+from benchmarks.bench import UNIGRAM_LAYOUTS, UNIGRAMS, corpus, data_files, one_file_layout, shuffled_layout
 
 
 def _lines(path: str) -> list[bytes]:
@@ -41,3 +41,15 @@ def test_the_one_file_layout_is_the_merged_files_joined_into_one(tmp_path):
     assert _lines(one) == [line for part in merged for line in _lines(part)]
     made = os.stat(one).st_mtime_ns
     assert one_file_layout(path) == os.path.dirname(one) and os.stat(one).st_mtime_ns == made, "made once"
+
+
+def test_the_1_gram_shaped_corpus_is_one_of_its_own_of_1_grams_alone(tmp_path):
+    """make bench's 1-gram corpus: its own folder beside the benchmark corpus of the same rows, and in each of
+    its layouts every n-gram one token."""
+    path = corpus(str(tmp_path), 20_000, orders=UNIGRAMS)
+    assert path != corpus(str(tmp_path), 20_000)
+    for _, layout in UNIGRAM_LAYOUTS:
+        files = data_files(path, layout)
+        assert files
+        keys = [line.split(b"\t", 1)[0] for f in files for line in _lines(f)]
+        assert keys and not any(b" " in key for key in keys)
