@@ -829,7 +829,7 @@ impl ParquetFile {
                         }
                         let defined = defined.filter(|defined| !defined.is_empty());
                         if defined.is_some_and(|defined| defined.len() != first.len() / width) {
-                            return Err("row_group: a definition a row".into());
+                            return Err("row_group: one definition byte a row expected".into());
                         }
                         parquet::Values::Ints {
                             bytes: first,
