@@ -64,14 +64,8 @@ def write_then_rename(path: str, write) -> str:
 #: given up. Measured on a part file of 588K 2-grams: 0.112 s of CPU and 6 MiB with it, 0.081 s and 5 MiB
 #: without; in the MKN stage, building it was a fifth of the stage's time. And the order, one value a file:
 #: zstd takes its plain values to nothing at a third of the dictionary's cost (n-gram part files: 1.5-3.4 ns
-#: a row less, the same size). (The match counts would save 2 ns more, but a vocabulary's repeat: its files
-#: grew 4%.)
+#: a row less, the same size).
 _NO_DICTIONARY = ("ngram", "token", "context", "id", "order")
-
-
-#: Columns of consecutive integers (a vocabulary file's ids): delta-encoded, they take next to nothing and
-#: less time to write (2.3M tokens: 2.4 MB and 0.044 s of the file's 0.233 s as plain values).
-_CONSECUTIVE_COLUMNS = ("id",)
 
 
 #: The n-gram files' own encodings. Their rows are sorted by n-gram, which shares most of its bytes with the
@@ -85,23 +79,32 @@ _CONSECUTIVE_COLUMNS = ("id",)
 _NGRAM_INTEGERS = ("match_count", "volume_count", "first_year", "last_year", "years")
 
 #: The vocabulary files' own encodings, as the kernel writes them (_KernelWriter): their rows are in id order,
-#: the counts descending, whose differences are small (DELTA_BINARY_PACKED, not compressed again), and the
-#: tokens each stored as its length and bytes (DELTA_BYTE_ARRAY: few share a prefix with the one before), then
-#: zstd. 8.0M tokens, one core: Arrow's writer with dictionaries of the counts 93 ns a row and 51.6 MB, these
-#: 41 ns and 40.0 MB.
+#: the ids consecutive and the counts descending, whose differences are small (DELTA_BINARY_PACKED, not
+#: compressed again; the ids take next to nothing), and the tokens each stored as its length and bytes
+#: (DELTA_BYTE_ARRAY: few share a prefix with the one before), then zstd. 8.0M tokens, one core: Arrow's writer
+#: with dictionaries of the counts 93 ns a row and 51.6 MB, these 41 ns and 40.0 MB.
 _VOCABULARY_INTEGERS = ("id", "match_count", "volume_count")
+
+#: The files with encodings of their own, by their first columns: (those columns, the string column stored
+#: DELTA_BYTE_ARRAY and compressed, the integers stored DELTA_BINARY_PACKED and not).
+_OWN_ENCODINGS = ((NGRAMS.names, "ngram", _NGRAM_INTEGERS), (VOCABULARY.names, "token", _VOCABULARY_INTEGERS))
+
+
+def _own_encodings(schema: pa.Schema) -> tuple[str, tuple[str, ...]] | None:
+    """(string column, integer columns) of _OWN_ENCODINGS of a file of SCHEMA, or None."""
+    for names, strings, integers in _OWN_ENCODINGS:
+        if schema.names[:len(names)] == names:
+            return strings, integers
+    return None
 
 
 def _parquet(schema: pa.Schema) -> dict:
     """The writer options of a dataset file of ``schema``."""
-    encodings = {n: "DELTA_BINARY_PACKED" for n in schema.names if n in _CONSECUTIVE_COLUMNS}
-    compression = "zstd"
-    if schema.names[:len(NGRAMS)] == NGRAMS.names:
-        encodings.update({"ngram": "DELTA_BYTE_ARRAY", **{n: "DELTA_BINARY_PACKED" for n in _NGRAM_INTEGERS}})
-        compression = {n: "none" if n in _NGRAM_INTEGERS else "zstd" for n in schema.names}
-    elif schema.names == VOCABULARY.names:
-        encodings.update({"token": "DELTA_BYTE_ARRAY", **{n: "DELTA_BINARY_PACKED" for n in _VOCABULARY_INTEGERS}})
-        compression = {n: "none" if n in _VOCABULARY_INTEGERS else "zstd" for n in schema.names}
+    encodings, compression = {}, "zstd"
+    if own := _own_encodings(schema):
+        strings, integers = own
+        encodings = {strings: "DELTA_BYTE_ARRAY", **{n: "DELTA_BINARY_PACKED" for n in integers}}
+        compression = {n: "none" if n in integers else "zstd" for n in schema.names}
     return {"compression": compression, "column_encoding": encodings,
             "use_dictionary": [n for n in schema.names if n not in _NO_DICTIONARY and n not in encodings]}
 
@@ -151,7 +154,7 @@ class _KernelWriter:
 
 def _writer(fh, schema: pa.Schema):
     """A Parquet writer of SCHEMA into FH: the kernel's for the n-gram and vocabulary files, else Arrow's."""
-    if schema.names in (NGRAMS.names, VOCABULARY.names) and native.parquet_writable(schema):
+    if _own_encodings(schema) and native.parquet_writable(schema):
         return _KernelWriter(fh, schema)
     return pq.ParquetWriter(fh, schema, **_parquet(schema))
 
