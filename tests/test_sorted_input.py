@@ -21,7 +21,7 @@ from ngramflow.transforms.native import prefix_stretches
 from ngramflow.transforms.kernel import Collapsed, collapse_chunk
 from ngramflow.transforms import sorted_input
 from ngramflow.transforms.policy import RowPolicy
-from ngramflow.transforms.sizing import ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
+from ngramflow.transforms.sizing import RANGE_ROWS_VARIABLE, ROW_GROUP_ROWS, SORTED_INPUT_FILE_BYTES
 from ngramflow.transforms.sorted_input import KEY_SPANS, InputNotSorted, SortedFile, _OrderSpans
 from ngramflow.transforms.vocabulary import TokenRuns
 
@@ -82,16 +82,59 @@ def test_files_split_by_first_letter_in_either_case_are_cut_apart(tmp_path, caps
 
 
 def test_a_piece_is_cut_across_its_row_groups(tmp_path):
-    """Each file holds its upper-case n-grams, then its lower-case ones, more than a row group of each."""
+    """Each file holds two stretches of n-grams of one class of first bytes (prefix_class), more than a row
+    group of each, that the other file's lie between: only the spans tell where to cut its piece."""
     files = []
-    for letter in "ab":
-        lines = [f"{first}{i:06d}\t2000\t{i % 7 + 1}\t1" for first in (letter.upper(), letter)
-                 for i in range(ROW_GROUP_ROWS + 5000)]
-        files.append(write_2012(tmp_path / f"googlebooks-eng-all-1gram-20120701-{letter}.gz", lines))
+    for name, firsts in (("x1", "éü"), ("x2", "ñ")):
+        lines = [f"{first}{i:06d}\t2000\t{i % 7 + 1}\t1" for first in firsts for i in range(ROW_GROUP_ROWS + 5000)]
+        files.append(write_2012(tmp_path / f"{name}.gz", lines))
     ours = import_ok(files, tmp_path / "out", "--merge", "input-order")
     assert "input_order_refused" not in manifest_of(ours)["aggregation"]
     assert_same_rows(ngrams_of(ours), reference_2012(files))
     assert_parts_apart(ours)
+
+
+def test_export_files_pieces_are_laid_out_whole(tmp_path, monkeypatch):
+    """Google's 2012 files, each of its letter's n-grams in either case, of the digits' or of punctuation on
+    both sides of them: their pieces are cut where the class of their first bytes changes as they are written,
+    so that none is cut and written again when they are laid out: every part file is a piece renamed."""
+    monkeypatch.setenv(RANGE_ROWS_VARIABLE, "64")  # pieces and part files of 64 rows: 8 and more not small
+    words = {"a": ["A", "Ab", "a", "ab"], "b": ["B", "Ba", "b", "ba"], "1": ["1"],
+             "punctuation": ["!", "[", "{"]}
+    files = [write_2012(tmp_path / f"googlebooks-eng-all-1gram-20120701-{name}.gz",
+                        [f"{first}{i:03d}\t2000\t{i % 5 + 1}\t1" for first in firsts for i in range(100)])
+             for name, firsts in words.items()]
+    laid_out = []
+    write_part = sorted_input._write_part
+    monkeypatch.setattr(sorted_input, "_write_part",
+                        lambda *args, **kwargs: laid_out.append(write_part(*args, **kwargs)) or laid_out[-1])
+    ours = import_ok(files, tmp_path / "out", "--merge", "input-order")
+    assert_same_rows(ngrams_of(ours), reference_2012(files))
+    assert_parts_apart(ours)
+    assert laid_out == [True] * 12  # a piece of each first's 100 rows, read as one table
+
+
+def pieces_of(root, outputs) -> list[list[str]]:
+    """The n-grams of each piece a SortedFile wrote into ROOT, in the order written."""
+    return [pq.read_table(root / piece["file"])["ngram"].to_pylist() for piece in outputs if isinstance(piece, dict)]
+
+
+@pytest.mark.parametrize("chunks, pieces", [
+    # 1-grams: the first byte's class; a run cut by a chunk boundary, and a new class from a table's first row
+    (["A'x\t2000\t1\t1\nApple\t2000\t1\t1\n", "Apple\t2001\t1\t1\nAzure\t2000\t1\t1\n",
+      "apple\t2000\t1\t1\nazure\t2000\t1\t1\n{x\t2000\t1\t1\né\t2000\t1\t1\n"],
+     [["A'x", "Apple", "Azure"], ["apple", "azure"], ["{x"], ["é"]]),
+    # a new class at the held row, and the classes of the byte after the first character of longer n-grams
+    (["! x\t2000\t1\t1\n5 x\t2000\t1\t1\n", "A b\t2000\t1\t1\nAB c\t2000\t1\t1\nAb c\t2000\t1\t1\n"
+      "Ab d\t2000\t1\t1\naB c\t2000\t1\t1\n"],
+     [["! x"], ["5 x"], ["A b"], ["AB c"], ["Ab c", "Ab d"], ["aB c"]]),
+])
+def test_a_piece_is_cut_where_the_class_of_its_first_bytes_changes(tmp_path, chunks, pieces):
+    """Each stretch of one class of first bytes (sorted_input.prefix_class) gets pieces of its own: a 2012
+    file's n-grams of its letters in either case, which other files' n-grams lie between."""
+    sorted_file = sorted_file_in(tmp_path)
+    outputs = [output for chunk in chunks for output in sorted_file.add(chunk_of(chunk))] + [*sorted_file.finish()]
+    assert pieces_of(tmp_path, outputs) == pieces
 
 
 def test_files_apart_by_character_though_not_by_byte(tmp_path):

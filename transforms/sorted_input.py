@@ -7,7 +7,8 @@ final totals once a run cut by a chunk boundary is joined again, so they are wri
 with no run file spilled and merged:
 
     SortedFile      one file's run tables -> its pieces: part files of each order, about
-                    RANGE_ROWS n-grams each, named by the file until the run names them; their
+                    RANGE_ROWS n-grams each, cut where the class of the n-grams' first bytes
+                    changes, named by the file until the run names them; their
                     records, the order totals, and the tokens for the vocabulary's external
                     sort (transforms/vocabulary_sort.py); refuses n-grams out of order
     lay_out_parts   after the run: every file's spans of n-grams -> refuses files whose spans
@@ -132,6 +133,26 @@ class _OrderSpans:
                 pa.concat_arrays(self.lasts).take(ends))
 
 
+#: Bytes by class, up to each bound: below "0", digits, ":" to "@", capitals, "[" to "`", small letters, "{" to
+#: DEL, and the bytes of characters past ASCII. Google's 2012 export files an n-gram by its first character
+#: (1-grams) or two (longer n-grams), letters in either case: its file "a" holds "Apple" and "apple", with
+#: "Banana" of file "b" between them; "ab" holds "AB", "Ab", "aB" and "ab"; "punctuation" holds ranges that
+#: digits and letters lie between.
+_CLASS_BOUNDS = np.array([0x30, 0x3A, 0x41, 0x5B, 0x61, 0x7B, 0x80], np.uint64)
+
+
+def prefix_class(prefixes: np.ndarray, order: int) -> np.ndarray:
+    """The class of each prefix (native.prefix_stretches) of ORDER: of its first byte, and for longer n-grams
+    of the byte after the first character too; consecutive prefixes of one class come from one stretch of
+    a 2012 export file (_CLASS_BOUNDS), so SortedFile cuts a piece where the class changes, and no piece is
+    cut again when the pieces are laid out (_segments) because other files' n-grams lie inside it."""
+    classes = np.searchsorted(_CLASS_BOUNDS, prefixes >> np.uint64(56), side="right")
+    if order > 1:
+        classes = classes * (len(_CLASS_BOUNDS) + 1) + np.searchsorted(
+            _CLASS_BOUNDS, (prefixes >> np.uint64(48)) & np.uint64(0xFF), side="right")
+    return classes
+
+
 class SortedFile:
     """One file's run tables, in the file's order -> its part files (``add``, then ``finish``), each output
     an element of ReadSortedFiles: piece records, and tagged order totals, token RunFiles and the file's spans
@@ -147,6 +168,7 @@ class SortedFile:
         self.name, self.pieces = file_id(path), 0
         self.spans = {}  # {order: _OrderSpans}
         self.held = {}  # {order: the last row read of the order, held back: the next table may continue it}
+        self.classes = {}  # {order: the prefix class of that row}
         self.files, self.parts, self.rows = None, {}, 0  # the piece being written
 
     def add(self, collapsed: Collapsed):
@@ -172,19 +194,32 @@ class SortedFile:
             yield from self._write(order, held)
         if not ascending and (disorder := _disorder(self.path, keys)):
             raise InputNotSorted(disorder)
-        self._span(order, keys)
-        self.held[order] = runs.slice(runs.num_rows - 1)
-        yield from self._write(order, runs.slice(0, runs.num_rows - 1))
-
-    def _span(self, order: int, keys: pa.Array) -> None:
-        """Widen the spans of ORDER by its sorted KEYS: the first and last of each prefix among them. A
-        prefix is the first character and the byte after it (native.prefix_stretches): Google's exports
-        choose an n-gram's file by its first characters (2012: one, or two letters, in either case). Two
-        bytes would not do ("“", "†" and "…" share theirs, E2 80), nor two characters (pairs of Chinese
-        characters: tens of thousands of spans)."""
         starts, prefixes = native.prefix_stretches(keys)  # sorted keys: each prefix's keys are together
+        self._span(order, keys, starts, prefixes)
+        self.held[order] = runs.slice(runs.num_rows - 1)
+        at = 0
+        for cut in self._cuts(order, starts, prefixes):
+            yield from self._write(order, runs.slice(at, cut - at))
+            yield from self._close_piece()
+            at = cut
+        yield from self._write(order, runs.slice(at, runs.num_rows - 1 - at))
+
+    def _span(self, order: int, keys: pa.Array, starts: np.ndarray, prefixes: np.ndarray) -> None:
+        """Widen the spans of ORDER by its sorted KEYS: the first and last of each prefix among them, whose
+        stretches begin at STARTS. A prefix is the first character and the byte after it
+        (native.prefix_stretches): Google's exports choose an n-gram's file by its first characters (2012:
+        one, or two letters, in either case). Two bytes would not do ("“", "†" and "…" share theirs, E2 80),
+        nor two characters (pairs of Chinese characters: tens of thousands of spans)."""
         ends = columnar.run_stops(starts, len(keys)) - 1
         self.spans.setdefault(order, _OrderSpans()).add(prefixes, keys.take(starts), keys.take(ends))
+
+    def _cuts(self, order: int, starts: np.ndarray, prefixes: np.ndarray) -> np.ndarray:
+        """The rows of a table of ORDER whose prefix stretches begin at STARTS where a new piece begins: where
+        the class of the keys' first bytes changes (prefix_class), from the table's first row on."""
+        classes = prefix_class(prefixes, order)
+        before = self.classes.get(order, classes[0])
+        self.classes[order] = classes[-1]
+        return starts[np.flatnonzero(np.diff(classes, prepend=before))]
 
     def finish(self):
         for order, held in self.held.items():
