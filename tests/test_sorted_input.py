@@ -96,13 +96,13 @@ def test_a_piece_is_cut_across_its_row_groups(tmp_path):
 
 def test_export_files_pieces_are_laid_out_whole(tmp_path, monkeypatch):
     """Google's 2012 files, each of its letter's n-grams in either case, of the digits' or of punctuation on
-    both sides of them: their pieces are cut where the class of their first bytes changes as they are written,
-    so that none is cut and written again when they are laid out: every part file is a piece renamed."""
-    monkeypatch.setenv(RANGE_ROWS_VARIABLE, "64")  # pieces and part files of 64 rows: 8 and more not small
+    both sides of them: the letters' pieces are cut where the class of their first bytes changes as they are
+    written, so that none is cut and written again when they are laid out, but punctuation's."""
+    monkeypatch.setenv(RANGE_ROWS_VARIABLE, "1000")  # pieces and part files of 1000 rows: 125 and more not small
     words = {"a": ["A", "Ab", "a", "ab"], "b": ["B", "Ba", "b", "ba"], "1": ["1"],
              "punctuation": ["!", "[", "{"]}
     files = [write_2012(tmp_path / f"googlebooks-eng-all-1gram-20120701-{name}.gz",
-                        [f"{first}{i:03d}\t2000\t{i % 5 + 1}\t1" for first in firsts for i in range(100)])
+                        [f"{first}{i:03d}\t2000\t{i % 5 + 1}\t1" for first in firsts for i in range(200)])
              for name, firsts in words.items()]
     laid_out = []
     write_part = sorted_input._write_part
@@ -111,7 +111,9 @@ def test_export_files_pieces_are_laid_out_whole(tmp_path, monkeypatch):
     ours = import_ok(files, tmp_path / "out", "--merge", "input-order")
     assert_same_rows(ngrams_of(ours), reference_2012(files))
     assert_parts_apart(ours)
-    assert laid_out == [True] * 12  # a piece of each first's 100 rows, read as one table
+    # a piece of each letter in either case ("A" and "Ab", ...), read as one table, and the digit's, renamed;
+    # three cut from punctuation's
+    assert sorted(laid_out) == [False] * 3 + [True] * 5
 
 
 def pieces_of(root, outputs) -> list[list[str]]:
@@ -119,19 +121,24 @@ def pieces_of(root, outputs) -> list[list[str]]:
     return [pq.read_table(root / piece["file"])["ngram"].to_pylist() for piece in outputs if isinstance(piece, dict)]
 
 
+def lines(*ngrams) -> str:
+    return "".join(f"{ngram}\t2000\t1\t1\n" for ngram in ngrams)
+
+
 @pytest.mark.parametrize("chunks, pieces", [
     # 1-grams: the first byte's class; a run cut by a chunk boundary, and a new class from a table's first row
-    (["A'x\t2000\t1\t1\nApple\t2000\t1\t1\n", "Apple\t2001\t1\t1\nAzure\t2000\t1\t1\n",
-      "apple\t2000\t1\t1\nazure\t2000\t1\t1\n{x\t2000\t1\t1\né\t2000\t1\t1\n"],
-     [["A'x", "Apple", "Azure"], ["apple", "azure"], ["{x"], ["é"]]),
+    ([lines("A'x", "Apple"), lines("Apple", "Azure"), lines("apple", "azure")],
+     [["A'x", "Apple", "Azure"], ["apple", "azure"]]),
     # a new class at the held row, and the classes of the byte after the first character of longer n-grams
-    (["! x\t2000\t1\t1\n5 x\t2000\t1\t1\n", "A b\t2000\t1\t1\nAB c\t2000\t1\t1\nAb c\t2000\t1\t1\n"
-      "Ab d\t2000\t1\t1\naB c\t2000\t1\t1\n"],
-     [["! x"], ["5 x"], ["A b"], ["AB c"], ["Ab c", "Ab d"], ["aB c"]]),
+    ([lines("A b", "AB c"), lines("Ab c", "Ab d", "aB c")], [["A b"], ["AB c"], ["Ab c", "Ab d"], ["aB c"]]),
+    # not all of one letter: no cut, from the first n-gram of another on
+    ([lines("A b", "A c"), lines("B c", "b c", "c d")], [["A b", "A c", "B c", "b c", "c d"]]),
+    ([lines("! x", "5 x", "A b", "a c")], [["! x", "5 x", "A b", "a c"]]),
 ])
 def test_a_piece_is_cut_where_the_class_of_its_first_bytes_changes(tmp_path, chunks, pieces):
-    """Each stretch of one class of first bytes (sorted_input.prefix_class) gets pieces of its own: a 2012
-    file's n-grams of its letters in either case, which other files' n-grams lie between."""
+    """Each stretch of one class of first bytes (sorted_input.prefix_class) gets pieces of its own while the
+    file's n-grams all begin with one letter: a 2012 file's n-grams of its letters in either case, which other
+    files' n-grams lie between."""
     sorted_file = sorted_file_in(tmp_path)
     outputs = [output for chunk in chunks for output in sorted_file.add(chunk_of(chunk))] + [*sorted_file.finish()]
     assert pieces_of(tmp_path, outputs) == pieces

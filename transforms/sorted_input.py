@@ -169,6 +169,7 @@ class SortedFile:
         self.spans = {}  # {order: _OrderSpans}
         self.held = {}  # {order: the last row read of the order, held back: the next table may continue it}
         self.classes = {}  # {order: the prefix class of that row}
+        self.letter = None  # the one letter the file's n-grams begin with, in either case, if any (else False)
         self.files, self.parts, self.rows = None, {}, 0  # the piece being written
 
     def add(self, collapsed: Collapsed):
@@ -215,7 +216,17 @@ class SortedFile:
 
     def _cuts(self, order: int, starts: np.ndarray, prefixes: np.ndarray) -> np.ndarray:
         """The rows of a table of ORDER whose prefix stretches begin at STARTS where a new piece begins: where
-        the class of the keys' first bytes changes (prefix_class), from the table's first row on."""
+        the class of the keys' first bytes changes (prefix_class), from the table's first row on, as long as
+        every n-gram the file has held begins with one letter, in either case, as those of the 2012 export's
+        files of a letter prefix do. Other files are not cut: in a range of n-grams (the 2020 export's shards)
+        the class of 2-grams' second bytes changes at every first letter ("a b", "ab c", "b c", "ba d"), and
+        pieces cut there were small ones, joined after the run by writing them again."""
+        if self.letter is not False:
+            letters = np.unique((prefixes >> np.uint64(56)) | np.uint64(0x20))  # a capital's small letter
+            one = len(letters) == 1 and ord("a") <= letters[0] <= ord("z") and self.letter in (None, letters[0])
+            self.letter = letters[0] if one else False
+        if self.letter is False:
+            return starts[:0]
         classes = prefix_class(prefixes, order)
         before = self.classes.get(order, classes[0])
         self.classes[order] = classes[-1]
