@@ -136,16 +136,17 @@ class _OrderSpans:
 #: Bytes by class, up to each bound: below "0", digits, ":" to "@", capitals, "[" to "`", small letters, "{" to
 #: DEL, and the bytes of characters past ASCII. Google's 2012 export files an n-gram by its first character
 #: (1-grams) or two (longer n-grams), letters in either case: its file "a" holds "Apple" and "apple", with
-#: "Banana" of file "b" between them; "ab" holds "AB", "Ab", "aB" and "ab"; "punctuation" holds ranges that
-#: digits and letters lie between.
+#: "Banana" of file "b" between them; "ab" holds "AB", "Ab", "aB" and "ab"; "a_" holds "A" and "a" followed by
+#: a space, a digit or punctuation, with "AB" and "Ab" of other files between those.
 _CLASS_BOUNDS = np.array([0x30, 0x3A, 0x41, 0x5B, 0x61, 0x7B, 0x80], np.uint64)
 
 
 def prefix_class(prefixes: np.ndarray, order: int) -> np.ndarray:
     """The class of each prefix (native.prefix_stretches) of ORDER: of its first byte, and for longer n-grams
-    of the byte after the first character too; consecutive prefixes of one class come from one stretch of
-    a 2012 export file (_CLASS_BOUNDS), so SortedFile cuts a piece where the class changes, and no piece is
-    cut again when the pieces are laid out (_segments) because other files' n-grams lie inside it."""
+    of the byte after the first character too. In a 2012 export file of a letter's n-grams, consecutive
+    prefixes of one class come from one stretch of the n-gram order (_CLASS_BOUNDS): SortedFile cuts its pieces
+    where the class changes (_cuts), so that none is cut again when the pieces are laid out (_segments)
+    because other files' n-grams lie inside it."""
     classes = np.searchsorted(_CLASS_BOUNDS, prefixes >> np.uint64(56), side="right")
     if order > 1:
         classes = classes * (len(_CLASS_BOUNDS) + 1) + np.searchsorted(
