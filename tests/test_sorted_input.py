@@ -104,10 +104,13 @@ def test_export_files_pieces_are_laid_out_whole(tmp_path, monkeypatch):
     files = [write_2012(tmp_path / f"googlebooks-eng-all-1gram-20120701-{name}.gz",
                         [f"{first}{i:03d}\t2000\t{i % 5 + 1}\t1" for first in firsts for i in range(200)])
              for name, firsts in words.items()]
-    laid_out = []
-    write_part = sorted_input._write_part
-    monkeypatch.setattr(sorted_input, "_write_part",
-                        lambda *args, **kwargs: laid_out.append(write_part(*args, **kwargs)) or laid_out[-1])
+    laid_out, write_part = [], sorted_input._write_part
+
+    def recorded(*args, **kwargs) -> bool:  # whether each part file was a piece renamed
+        laid_out.append(renamed := write_part(*args, **kwargs))
+        return renamed
+
+    monkeypatch.setattr(sorted_input, "_write_part", recorded)
     ours = import_ok(files, tmp_path / "out", "--merge", "input-order")
     assert_same_rows(ngrams_of(ours), reference_2012(files))
     assert_parts_apart(ours)
