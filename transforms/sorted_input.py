@@ -223,9 +223,10 @@ class SortedFile:
         the class of 2-grams' second bytes changes at every first letter ("a b", "ab c", "b c", "ba d"), and
         pieces cut there were small ones, joined after the run by writing them again."""
         if self.letter is not False:
-            letters = np.unique((prefixes >> np.uint64(56)) | np.uint64(0x20))  # a capital's small letter
-            one = len(letters) == 1 and ord("a") <= letters[0] <= ord("z") and self.letter in (None, letters[0])
-            self.letter = letters[0] if one else False
+            letters = (prefixes >> np.uint64(56)) | np.uint64(0x20)  # a capital's small letter
+            letter = letters[0]
+            one = letters.min() == letters.max() and ord("a") <= letter <= ord("z") and self.letter in (None, letter)
+            self.letter = letter if one else False
         if self.letter is False:
             return starts[:0]
         classes = prefix_class(prefixes, order)

@@ -152,15 +152,9 @@ impl File {
             let offset = self.position + out.len() as u64;
             let spec = &self.specs[at];
             let (kind, zstd, optional) = (spec.kind, spec.zstd, spec.optional);
-            let (uncompressed, min_max) = self.chunk(values, kind, zstd, optional, &mut out)?;
+            let (uncompressed, min_max, nulls) =
+                self.chunk(values, kind, zstd, optional, &mut out)?;
             let compressed = self.position + out.len() as u64 - offset;
-            let nulls = match values {
-                Values::Ints {
-                    defined: Some(defined),
-                    ..
-                } => defined.iter().filter(|&&d| d == 0).count() as u64,
-                _ => 0,
-            };
             chunks.push(Chunk {
                 offset,
                 compressed,
@@ -174,8 +168,8 @@ impl File {
         Ok(out)
     }
 
-    /// One column chunk's pages appended to OUT: (its bytes uncompressed, headers included; min and max). An
-    /// OPTIONAL column's pages begin with their rows' definition levels.
+    /// One column chunk's pages appended to OUT: (its bytes uncompressed, headers included; min and max; its
+    /// nulls). An OPTIONAL column's pages begin with their rows' definition levels.
     fn chunk(
         &mut self,
         values: &Values,
@@ -183,26 +177,30 @@ impl File {
         zstd: bool,
         optional: bool,
         out: &mut Vec<u8>,
-    ) -> std::io::Result<(u64, Option<(Vec<u8>, Vec<u8>)>)> {
+    ) -> std::io::Result<(u64, Option<(Vec<u8>, Vec<u8>)>, u64)> {
         let narrow = kind.physical() == 1;
         let scratch = &mut self.scratch;
-        let (encoding, mut min_max) = match values {
-            Values::Strings(keys) => (DELTA_BYTE_ARRAY, first_and_last(keys)),
+        let (encoding, mut min_max, nulls) = match values {
+            Values::Strings(keys) => (DELTA_BYTE_ARRAY, first_and_last(keys), 0),
             Values::Ints {
                 bytes,
                 width,
                 defined,
             } => {
                 widened(bytes, *width, &mut scratch.ints);
-                let min_max = match defined {
-                    None => int_min_max(&scratch.ints, narrow),
+                match defined {
+                    None => (DELTA_BINARY_PACKED, int_min_max(&scratch.ints, narrow), 0),
                     Some(defined) => {
                         scratch.kept.clear();
                         scratch.kept.extend(kept(&scratch.ints, defined));
-                        int_min_max(&scratch.kept, narrow)
+                        let nulls = (scratch.ints.len() - scratch.kept.len()) as u64;
+                        (
+                            DELTA_BINARY_PACKED,
+                            int_min_max(&scratch.kept, narrow),
+                            nulls,
+                        )
                     }
-                };
-                (DELTA_BINARY_PACKED, min_max)
+                }
             }
         };
         let (mut start, mut uncompressed, mut ascending) = (0, 0, true);
@@ -254,7 +252,7 @@ impl File {
         if let (Values::Strings(keys), false) = (values, ascending) {
             min_max = least_and_greatest(keys);
         }
-        Ok((uncompressed, min_max))
+        Ok((uncompressed, min_max, nulls))
     }
 
     /// The file's metadata, its length and the closing magic.
