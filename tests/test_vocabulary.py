@@ -45,6 +45,23 @@ def test_ranks_order_tokens_as_the_ids_do():
     assert list(zip(ranked["token"].to_pylist(), ranked["match_count"].to_pylist())) == by_rule
 
 
+def test_tokens_ranked_in_pieces_then_merged_come_out_in_id_order():
+    """The external sort's two steps: buffers of tokens in token order (chunks, counts with nulls and ties)
+    each put in id order, then those ranked pieces merged back to tokens, with their counts."""
+    counts = [None, 7, 2, 7, None, 2, 10**12, 0, 7]
+    rows = sorted((f"t{i:02d}-{c}", c, None if c is None else c + 1) for i, c in enumerate(counts * 3))
+    table = _tokens(*rows)
+    by_rule = sorted(rows, key=lambda r: (r[1] is None, -(r[1] or 0), r[0].encode()))
+    halves = [pa.Table.from_batches(table.slice(start, 14).to_batches(max_chunksize=5)) for start in (0, 14)]
+    ranked = [vocabulary.rank_tokens_in_order(half) for half in halves]
+    for half, piece in zip(halves, ranked):
+        assert piece.column_names == ["rank", "match_count", "volume_count"]
+        assert piece["rank"].to_pylist() == vocabulary.sort_by_rank(vocabulary.with_rank(half))["rank"].to_pylist()
+    merged = vocabulary.tokens_by_rank(pa.concat_tables(ranked))
+    assert merged.schema == vocabulary.TOKENS
+    assert list(zip(*(merged[c].to_pylist() for c in ("token", "match_count", "volume_count")))) == by_rule
+
+
 def test_sample_sort_numbers_the_whole_vocabulary_without_gaps():
     """Shards of tokens, sampled, cut at the splitters into parts, each numbered on its own from the parts'
     sizes: consecutive ids in id order, over parts of about the rows asked for."""

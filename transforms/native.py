@@ -69,10 +69,25 @@ def merge_tokens(tokens: pa.Array, matches: np.ndarray, volumes: np.ndarray, ord
             np.frombuffer(matches, np.int64), np.frombuffer(volumes, np.int64))
 
 
-def radix_order(keys: np.ndarray) -> np.ndarray:
-    """The positions of int64 KEYS, compared as unsigned numbers, in ascending order, equal keys in their
-    order (int64): native/src/order.rs, a radix sort."""
-    return np.frombuffer(_kernel.radix_order(_int64s(keys)), np.int64)
+def rank_in_order(tokens: pa.ChunkedArray, counts: np.ndarray) -> tuple[np.ndarray, pa.BinaryArray]:
+    """Tokens in token order (a chunked string array, its chunks ascending one after another) with their counts
+    (int64, -1: none) -> (their rows in the vocabulary's id order, int64; their rank keys in that order, as
+    rank_keys makes them): native/src/order.rs, a stable radix sort of the counts that writes each key where
+    the order puts it."""
+    pieces = [_string_buffers(chunk) for chunk in tokens.chunks if len(chunk)]
+    order, offsets, data = _kernel.rank_in_order(pieces, _int64s(counts))
+    return np.frombuffer(order, np.int64), pa.Array.from_buffers(
+        pa.binary(), len(counts), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def take_keys(keys: pa.Array, order: np.ndarray | None, skip: int, kind: pa.DataType) -> pa.Array:
+    """The rows of a string or binary array in ORDER (None: as they are), each without its first SKIP bytes, as
+    an array of KIND: native/src/order.rs."""
+    rows = len(keys) if order is None else len(order)
+    if len(keys) == 0:
+        return pa.array([], kind)
+    offsets, data = _kernel.take_keys(*_string_buffers(keys), _int64s(order), skip)
+    return pa.Array.from_buffers(kind, rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def rows_below(keys: pa.Array, key: str | bytes, through: bool = False) -> int:

@@ -38,7 +38,7 @@ from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
 from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved_rows,
-                                             sort_by_rank, split_reserved, token_of_rank, with_rank)
+                                             sort_by_rank, split_reserved, tokens_by_rank)
 
 def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
     """One token range (of token run files) -> (the reserved tokens it holds, with their counts; RunFiles of
@@ -52,7 +52,7 @@ def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table
                          TOKEN_SPILL_COMPRESSION):
         found, others = split_reserved(tokens)
         seen_reserved.append(found)
-        runs += ranked.add(with_rank(others).drop_columns(["token"]))
+        runs += ranked.add(others)
     return pa.concat_tables(seen_reserved), runs + ranked.flush()
 
 
@@ -86,14 +86,14 @@ def number_id_range(planned: IdRange, folder: str, budget: int, root: str, per_p
     next_id, ranks = planned
     with StreamedTables(root, VOCABULARY) as files:
         for table in merged(folder, "ranked-pass", ranks.runs, sort_by_rank, budget, ranks.lo, ranks.hi,
-                            TOKEN_SPILL_COMPRESSION):
+                            TOKEN_SPILL_COMPRESSION, last=tokens_by_rank):
             while table.num_rows:
                 in_part = (next_id - planned.first_id) % per_part
                 rows = min(table.num_rows, per_part - in_part)
                 piece = table.slice(0, rows)
                 ids = pa.array(np.arange(next_id, next_id + rows, dtype=np.int64))
                 files.write(f"part-{next_id - in_part:012d}", pa.table(
-                    [ids, token_of_rank(piece), piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
+                    [ids, piece["token"], piece["match_count"], piece["volume_count"]], schema=VOCABULARY))
                 next_id, table = next_id + rows, table.slice(rows)
     return next_id - planned.first_id
 

@@ -702,18 +702,74 @@ fn rows_below(
     })
 }
 
-/// radix_order(keys) -> bytes
+/// rank_in_order(pieces, counts) -> (rows, offsets, bytes)
 ///
-/// The positions (int64) of KEYS (int64, compared as unsigned) in ascending order, equal keys in their
-/// order (order.rs).
+/// Token rows in token order, as PIECES of Arrow string arrays ((offsets, data) each, n + 1 int32 into
+/// DATA) whose rows ascend one piece after another, with their COUNTS (int64, -1: none) -> their rows in the
+/// vocabulary's id order (int64) and their rank keys in that order, an Arrow binary array's offsets (int32)
+/// and bytes (order.rs).
 #[pyfunction]
-fn radix_order<'py>(py: Python<'py>, keys: PyBuffer<i64>) -> PyResult<Bound<'py, PyAny>> {
-    let keys = int64s(&keys)?;
-    if keys.len() > u32::MAX as usize {
-        return Err(PyValueError::new_err("radix_order: more than 2^32 keys"));
-    }
-    let order = py.allow_threads(|| order::radix_order(keys));
-    Owned::wrap(py, order)
+fn rank_in_order<'py>(
+    py: Python<'py>,
+    pieces: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
+    counts: PyBuffer<i64>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let counts = int64s(&counts)?;
+    let buffers = pieces
+        .iter()
+        .map(|(offsets, data)| Ok((buffer_bytes(offsets)?, buffer_bytes(data)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let ranked = py.allow_threads(|| {
+        let offsets: Vec<_> = buffers.iter().map(|(offsets, _)| int32s(offsets)).collect();
+        let tokens = buffers
+            .iter()
+            .zip(&offsets)
+            .map(|(&(offset_bytes, data), offsets)| checked_keys(offset_bytes, offsets, data))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(OFFSETS_OUTSIDE)?;
+        let rows: usize = tokens.iter().map(order::Keys::len).sum();
+        if rows != counts.len() || rows > u32::MAX as usize {
+            return Err("rank_in_order: one count per token, at most 2^32 tokens, expected");
+        }
+        order::rank_in_order(&tokens, counts).ok_or("rank_in_order: the keys pass 2 GiB")
+    });
+    let (order, offsets, bytes) = ranked.map_err(PyValueError::new_err)?;
+    PyTuple::new(
+        py,
+        [
+            Owned::wrap(py, order)?,
+            Owned::wrap(py, offsets)?,
+            Owned::wrap(py, bytes)?,
+        ],
+    )
+}
+
+/// take_keys(offsets, data, order, skip) -> (offsets, bytes)
+///
+/// The rows of keys laid out as an Arrow string or binary array (OFFSETS: n + 1 int32, into DATA) in ORDER
+/// (int64; None: as they are), each without its first SKIP bytes, as an Arrow array's offsets (int32) and
+/// bytes (order.rs).
+#[pyfunction]
+#[pyo3(signature = (offsets, data, order, skip))]
+fn take_keys<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<i8>,
+    data: PyBuffer<i8>,
+    order: Option<PyBuffer<i64>>,
+    skip: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let order = order.as_ref().map(int64s).transpose()?;
+    let taken = on_keys(py, &offsets, &data, |keys| {
+        let within =
+            order.is_none_or(|o| o.iter().all(|&row| 0 <= row && (row as usize) < keys.len()));
+        within.then(|| order::take_keys(keys, order, skip))
+    })?;
+    let Some(Some((offsets, bytes))) = taken else {
+        return Err(PyValueError::new_err(
+            "take_keys: rows outside the keys, keys shorter than their head, or keys past 2 GiB",
+        ));
+    };
+    PyTuple::new(py, [Owned::wrap(py, offsets)?, Owned::wrap(py, bytes)?])
 }
 
 /// ParquetFile(names, kinds, zstd, optional, key_value, created_by)
@@ -872,7 +928,8 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(merge_groups, m)?)?;
     m.add_function(wrap_pyfunction!(merge_ngrams, m)?)?;
-    m.add_function(wrap_pyfunction!(radix_order, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_in_order, m)?)?;
+    m.add_function(wrap_pyfunction!(take_keys, m)?)?;
     m.add_function(wrap_pyfunction!(rows_below, m)?)?;
     m.add_function(wrap_pyfunction!(rank_keys, m)?)?;
     m.add_function(wrap_pyfunction!(arpa_lines, m)?)?;
