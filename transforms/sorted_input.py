@@ -351,9 +351,11 @@ def _by_order(records: list[dict]) -> dict[int, list[dict]]:
 
 
 def _read_file(path: str, columns: list[str] | None = None) -> pa.Table:
-    """A Parquet file's rows (COLUMNS of them), wherever the build folder is (a local path, gs://, s3://)."""
+    """A Parquet file's rows (COLUMNS of them), wherever the build folder is (a local path, gs://, s3://). Read
+    as one file: pq.read_table loads pyarrow.dataset, 0.2 s of a single thread at the end of the import."""
     fs, inner = file_system(path)
-    return pq.read_table(inner, columns=columns, filesystem=fs)
+    with fs.open_input_file(inner) as fh:
+        return pq.ParquetFile(fh).read(columns=columns)
 
 
 def _read(out, piece: dict, columns: list[str] | None = None) -> pa.Table:
