@@ -16,6 +16,7 @@ import apache_beam as beam
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -233,15 +234,20 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
                        "match_count": counts, "volume_count": counts // 2 + 1})
     monkeypatch.setenv(PART_TOKENS_VARIABLE, "700")
     budget = 8 << 10
-    # The tokens as a worker gives them: each table's less those it gave lately (most, here: 3,000 words), in
-    # runs small enough to be many.
+    # The tokens as a worker gives them, a piece of a range's merge at a time (a table of each order): each
+    # table's less those it gave lately (most, here: 3,000 words), in runs small enough to be many; the unigram
+    # rows ranked as they come.
     tokens = vocabulary.TokenRuns(str(tmp_path), budget // 4)
-    runs = [run for start in range(0, ngrams.num_rows, 500) for run in tokens.add(ngrams.slice(start, 500))]
+    pieces = [ngrams.slice(start, 500) for start in range(0, ngrams.num_rows, 500)]
+    runs = [run for piece in pieces for run in tokens.add(
+        [piece.filter(pc.equal(piece["order"], order)) for order in (1, 2, 3)])]
     runs += tokens.flush()
-    assert len(runs) > MERGE_FANIN, "a merge pass of token runs"
-    ranges = spill.plan_ranges(runs, 1500, workers=2)
+    assert sum(run.kind == "tokens" for run in runs) > MERGE_FANIN, "a merge pass of token runs"
+    assert sum(run.kind == "ranked" for run in runs) > 1
+    ranges = vocabulary_sort.plan_token_ranges(runs, 1500, workers=2)
     assert len(ranges) > 1, "several token ranges"
-    ranked = [vocabulary_sort.rank_token_range(planned, str(tmp_path), budget) for planned in ranges]
+    ranked = [vocabulary_sort.ranked_while_read(runs, str(tmp_path), budget),
+              *(vocabulary_sort.rank_token_range(planned, str(tmp_path), budget) for planned in ranges)]
     root = str(tmp_path / "vocabulary")
     vocabulary_sort.write_reserved(ranked, root)
     corpus = sum(vocabulary_sort.number_id_range(planned, str(tmp_path), budget, root, 700)

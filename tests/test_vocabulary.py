@@ -111,22 +111,41 @@ def test_reserved_tokens_are_split_from_sorted_tokens_wherever_they_lie():
         assert found.num_rows == 0 and others.equals(tokens)
 
 
-def test_token_runs_write_unigrams_as_they_come_and_cache_only_longer_ngrams_tokens(tmp_path):
-    """A table of unigrams is written to its own run as it comes (no buffer, no cache): a worker of 1-grams alone
-    makes no cache of tokens. The first table of longer n-grams makes the cache, out of the budget of the
-    buffer of their tokens; every token reaches the runs, a unigram's with its counts."""
+def test_token_runs_rank_unigram_rows_as_they_come_and_cache_only_longer_ngrams_tokens(tmp_path):
+    """Every unigram row is ranked as it comes (a buffer in token order, in id order once spilled), the
+    reserved tokens apart; a table of unigrams alone is also written to its own run as it comes (no buffer, no
+    cache): a worker of 1-grams alone makes no cache of tokens. The first table of longer n-grams makes the
+    cache, out of the budget of both buffers; every token of longer n-grams reaches the token runs, a unigram's
+    of the same table with its counts."""
     budget = 1 << 20
     tokens = vocabulary.TokenRuns(str(tmp_path), budget)
-    tokens.add(_ngrams(("a", 3), ("b", 7)), unigrams=True)
-    tokens.add(_ngrams(("c", 5)), unigrams=True)
+    tokens.add([_ngrams(("a", 3), ("b", 7))])
+    tokens.add([_ngrams(("_START_", 2), ("c", 5))])
     assert tokens.recent is None and tokens.spiller.buffer == [] and tokens.spiller.budget == budget
-    tokens.add(_ngrams(("a c", 1), ("b d", 1)))
-    assert tokens.recent is not None and tokens.spiller.budget == budget // 2
-    tokens.add(_ngrams(("c d", 1), ("d e", 1)))
+    assert tokens.ranked.budget == budget // 2
+    tokens.add([_ngrams(("a c", 1), ("b d", 1))])
+    assert tokens.recent is not None and tokens.spiller.budget == 2 * tokens.ranked.budget == budget // 2
+    tokens.add([_ngrams(("c d", 1), ("d e", 1))])
     assert tokens.spiller.buffer[-1]["token"].to_pylist() == ["e"]  # "c" and "d" given by the table before
+    tokens.add([_ngrams(("f", 4)), _ngrams(("f g", 1))])  # a range's merge of several orders
     runs = tokens.flush()
-    rows = [[(r["token"], r["match_count"]) for r in pa.ipc.open_file(run.path).read_all().to_pylist()]
-            for run in runs]
-    assert rows == [[("a", None), ("b", None), ("c", None), ("d", None), ("e", None)],
-                    [("a", 3), ("b", 7), ("c", 5)]]
-    assert [run.batches for run in runs][1] == (("a", "b", 2), ("c", "c", 1))  # one batch a table, one file
+    assert [run.kind for run in runs] == ["ranked", "tokens", "unigrams", "reserved"]
+    ranked, *rest = (pa.ipc.open_file(run.path).read_all() for run in runs)
+    rows = [[(r["token"], r["match_count"]) for r in table.to_pylist()]
+            for table in [vocabulary.tokens_by_rank(ranked), *rest]]
+    assert rows == [[("b", 7), ("c", 5), ("f", 4), ("a", 3)],
+                    [("a", None), ("b", None), ("c", None), ("d", None), ("e", None), ("f", 4), ("g", None)],
+                    [("a", 3), ("b", 7), ("c", 5)],
+                    [("_START_", 2)]]
+    assert runs[2].batches == (("a", "b", 2), ("c", "c", 1))  # one batch a table, one file
+
+
+def test_a_ranked_buffer_spills_where_the_unigram_rows_go_back(tmp_path):
+    """The ranked buffer is in token order (its ties keep it): a table of unigram rows that does not follow it
+    spills it first."""
+    tokens = vocabulary.TokenRuns(str(tmp_path), 1 << 20)
+    assert tokens.add([_ngrams(("m", 1), ("n", 2))]) == []
+    (spilled,) = [run for run in tokens.add([_ngrams(("a", 2), ("b", 1))]) if run.kind == "ranked"]
+    (later,) = [run for run in tokens.flush() if run.kind == "ranked"]
+    assert [vocabulary.tokens_by_rank(pa.ipc.open_file(run.path).read_all())["token"].to_pylist()
+            for run in (spilled, later)] == [["n", "m"], ["a", "b"]]

@@ -43,11 +43,13 @@ from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_COMPRESSION
 
 @dataclass(frozen=True)
 class RunFile:
-    """A written run file: its path, rows, and (first key, last key, rows) of each record batch."""
+    """A written run file: its path, rows, (first key, last key, rows) of each record batch, and its KIND (what
+    its rows are: the name its writer was given)."""
 
     path: str
     rows: int
     batches: tuple[tuple, ...]
+    kind: str
 
     @property
     def first(self):
@@ -106,7 +108,7 @@ class RunWriter:
         # Unique names: a retried bundle writes new files, and only the references of
         # the attempt that succeeded are passed on.
         self.path = f"{folder.rstrip('/')}/{kind}-{uuid.uuid4().hex}.arrow"
-        self.budget, self.compression = budget, compression
+        self.kind, self.budget, self.compression = kind, budget, compression
         self.sink = self.writer = None
         self.batches = []
 
@@ -134,7 +136,7 @@ class RunWriter:
             return None
         self.writer.close()
         self.sink.close()
-        return RunFile(self.path, sum(rows for _, _, rows in self.batches), tuple(self.batches))
+        return RunFile(self.path, sum(rows for _, _, rows in self.batches), tuple(self.batches), self.kind)
 
 
 def write_run_file(folder: str, kind: str, tables, budget: int, compression=SPILL_COMPRESSION) -> RunFile | None:

@@ -139,18 +139,15 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
         for tables in merged(folder, "pass", runs, merge_runs, budget // 2, lo, hi, compression, last=last):
             if not tables:
                 continue
-            orders = set()
             for rows in tables:
                 ((order, counts),) = order_totals(rows)
                 name = part_name(order, index)
                 files.write(name, rows)
-                orders.add(order)
                 totals[order] = tuple(a + b for a, b in zip(totals.get(order, (0, 0, 0)), counts))
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
-            # A table of 1-grams alone (an input of 1-grams): distinct unigrams in byte order, their own tokens.
-            token_runs += tokens.add(pa.concat_tables(tables), unigrams=orders == {1})
+            token_runs += tokens.add(tables)
     return list(parts.values()), totals, token_runs
 
 

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
 from ngramflow.transforms import columnar, native
 from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
-from ngramflow.transforms.runfiles import AscendingRuns, RunFile, RunSpiller
+from ngramflow.transforms.runfiles import AscendingRuns, RunFile, RunSpiller, write_run_file
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
 from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens, range_bytes,
@@ -77,41 +77,82 @@ def merge_tokens(table: pa.Table) -> pa.Table:
 
 
 class TokenRuns:
-    """The n-gram tables one worker writes -> the token run files of their tokens (TOKENS rows), within about
-    BUDGET bytes.
+    """The n-gram tables one worker writes -> run files of their tokens, within about BUDGET bytes: every token
+    with a unigram row ranked already, and what the vocabulary's merge pass (vocabulary_sort.py) needs to find
+    the tokens without one.
 
+    A token has a count when it has a unigram row, and a unigram row is in one table of the import. So every
+    unigram row is ranked here, as it comes: a buffer of unigram tables in token order, put in id order when
+    it spills (rank_tokens_in_order), as "ranked" run files, the reserved tokens apart in "reserved" ones.
+    The merge pass once put every token in token order and ranked it after the read stage: for 1-grams alone
+    (the 2020 shards of 80M rows, 9.8M tokens) a stage of its own that read, merged and ranked them all again.
+
+    What the merge pass still needs, and only for tokens of longer n-grams: which of them have a unigram row.
     A table of unigrams alone (a file of 1-grams in the input's order, or a range of 1-grams only) is its own
     tokens, with their counts, sorted, and no other table of the import holds them: its rows are written as
-    they come (AscendingRuns), where a buffer sorted and merged them again with the other tokens (the 2020
-    shards of 80M rows: 2.3M of the 4.7M token rows the buffers merged). A table of several orders (a piece
-    of a range's merge) gives its unigrams with the tokens of its longer n-grams (distinct_tokens), which often
-    hold them: a token is given once. The tokens of longer n-grams repeat from table to table (a table of 177K
-    2-grams over 65K tokens has 61K of them, every table again), so the worker remembers the tokens it gave
-    lately (native.RecentTokens, RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of its
-    later tables' tokens; the rest of the budget buffers token tables (RunSpiller). The cache is made at the
-    first table of longer n-grams: a worker of 1-grams alone needs none. What the cache forgets is given again
-    and folded by the merges; it lives as long as the runs it stands for (a bundle's), so a retried bundle
-    gives its tokens again."""
+    they come ("unigrams", AscendingRuns). A table of several orders (a piece of a range's merge) gives its
+    unigrams with the tokens of its longer n-grams ("tokens", distinct_tokens), which often hold them: a token
+    is given once. The tokens of longer n-grams repeat from table to table (a table of 177K 2-grams over 65K
+    tokens has 61K of them, every table again), so the worker remembers the tokens it gave lately
+    (native.RecentTokens, RECENT_TOKENS_BYTES of the budget, at most half) and leaves them out of its later
+    tables' tokens. The cache is made at the first table of longer n-grams: a worker of 1-grams alone needs
+    none. What the cache forgets is given again and folded by the merges; it lives as long as the runs it
+    stands for (a bundle's), so a retried bundle gives its tokens again.
+
+    The ranked buffer and the tokens' buffer (RunSpiller each) share the rest of the budget: where together
+    they pass it, the larger is spilled. The ranked buffer takes half of it at most: its ranking holds about
+    three times its bytes more (the 2020 shards of 80M rows: with the whole budget, a peak RSS of 466-472 MiB;
+    with half, 371-421 MiB, as fast)."""
 
     def __init__(self, folder: str, budget: int):
-        self.budget = budget
+        self.folder, self.budget = folder, budget
         self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
+        self.ranked = RunSpiller(folder, "ranked", rank_tokens_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
         self.unigrams = AscendingRuns(folder, "unigrams", budget, TOKEN_SPILL_COMPRESSION)
+        self.last_ranked = None  # the last token the ranked buffer took: the buffer is in token order
+        self.reserved = []
         self.recent = None
 
-    def add(self, ngrams: pa.Table, unigrams: bool = False) -> list[RunFile]:
-        """The tokens of NGRAMS (UNIGRAMS: 1-grams alone) taken in; the run files this filled."""
-        if unigrams:
-            return self.unigrams.add(distinct_tokens(ngrams, unigrams=True))
-        if self.recent is None:
-            cache = min(RECENT_TOKENS_BYTES, self.budget // 2)
-            self.recent = native.RecentTokens(cache)
-            self.spiller.budget = self.budget - cache  # its next add spills what the cache's room held
-        return self.spiller.add(distinct_tokens(ngrams, recent=self.recent))
+    def add(self, tables: list[pa.Table]) -> list[RunFile]:
+        """The tokens of n-gram tables of one order each (NGRAMS rows, in n-gram order) taken in; the run files
+        this filled."""
+        tables = [table for table in tables if table.num_rows]
+        unigrams = [table for table in tables if table["order"][0].as_py() == 1]
+        runs = []
+        for table in unigrams:
+            runs += self._rank(distinct_tokens(table, unigrams=True), alone=len(tables) == 1)
+        if len(tables) > len(unigrams):
+            if self.recent is None:
+                cache = min(RECENT_TOKENS_BYTES, self.budget // 2)
+                self.recent = native.RecentTokens(cache)
+                self.spiller.budget = self.budget - cache  # the cache's room
+                self.ranked.budget = self.spiller.budget // 2
+            runs += self.spiller.add(distinct_tokens(pa.concat_tables(tables), recent=self.recent))
+        if self.ranked.buffered + self.spiller.buffered > self.spiller.budget:
+            runs += max(self.ranked, self.spiller, key=lambda spiller: spiller.buffered).flush()
+        return runs
+
+    def _rank(self, tokens: pa.Table, alone: bool) -> list[RunFile]:
+        """Unigram rows as TOKENS (sorted, distinct) into the ranked buffer, a buffer in token order (spilled
+        first when they do not follow it), and written whole (ALONE: a table of unigrams alone)."""
+        found, others = split_reserved(tokens)
+        if found.num_rows:
+            self.reserved.append(found)
+        runs = self.unigrams.add(others) if alone else []
+        if not others.num_rows:
+            return runs
+        if self.last_ranked is not None and not others["token"][0].as_py() > self.last_ranked:
+            runs += self.ranked.flush()
+        self.last_ranked = others["token"][-1].as_py()
+        return runs + self.ranked.add(others)
 
     def flush(self) -> list[RunFile]:
         """The run files of the tokens still held."""
-        return self.spiller.flush() + self.unigrams.flush()
+        runs = self.ranked.flush() + self.spiller.flush() + self.unigrams.flush()
+        reserved = merge_tokens(pa.concat_tables([_NO_TOKENS, *self.reserved]))
+        reserved = write_run_file(self.folder, "reserved", [reserved], self.budget, TOKEN_SPILL_COMPRESSION)
+        self.last_ranked, self.reserved = None, []
+        return runs + ([] if reserved is None else [reserved])
 
 
 class MergeTokenTables(LogStructuredMerge):

@@ -1,25 +1,28 @@
 """The vocabulary by an external sort: the same ids as transforms/vocabulary.py, with memory bounded by a
 budget however many tokens there are (the embedded runner's way; its stages hold whole collections).
 
+The ids follow the id order: tokens with a unigram row by descending count, then token bytes; then the
+tokens without one, by token bytes. The read stage ranks every unigram row as it comes (vocabulary.TokenRuns:
+"ranked" run files, sorted by a key whose byte order is the id order and which holds the token's bytes);
+what is left is to find the tokens of longer n-grams that have none, and to number them all:
+
     token run files -> token ranges          consecutive ranges of tokens, about RANGE_ROWS
-                                             run rows each, as spill.plan_ranges cuts n-grams
+    (only when longer                        run rows each, as spill.plan_ranges cuts n-grams
+    n-grams gave some)
                     -> one row per token     per range, in parallel: a k-way merge of the
-                                             range's rows of the token run files MergeRange
-                                             spilled (transforms/spill.py)
-                    -> runs in id order      each token keyed by its place in the id order
-                                             (descending unigram match count, then token
-                                             bytes; tokens without a kept unigram last),
-                                             spilled as sorted run files of that key (which
-                                             holds the token's bytes) and the counts
-                    -> id ranges             consecutive ranges of the id order, about
+                                             range's rows of the token run files (of longer
+                                             n-grams, and of the tables of unigrams alone)
+                    -> runs in id order      the tokens without a count, keyed by their place
+                                             in the id order: in token order already
+                    -> id ranges             consecutive ranges of the id order over these and
+                                             the read stage's ranked runs, about
                                              sizing.PART_TOKENS tokens each, cut as
                                              spill.plan_ranges cuts n-grams; each range's
                                              first id is the count of ranked rows below it
                                              (runfiles.rows_before)
                     -> numbered part files   per id range, in parallel: a k-way merge of
-                                             every token range's runs in id order, ids
-                                             consecutive, in files of at most PART_TOKENS
-                                             tokens named by their first id
+                                             every ranked run, ids consecutive, in files of at
+                                             most PART_TOKENS tokens named by their first id
 
 The reserved tokens are taken out on the way and get their fixed ids
 (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
@@ -31,36 +34,55 @@ from typing import NamedTuple
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
-from ngramflow.transforms.runfiles import RunFile, RunSpiller, merged, rows_before
+from ngramflow.transforms.runfiles import AscendingRuns, RunFile, merged, rows_before
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
-from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, rank_tokens_in_order, reserved_rows,
-                                             sort_by_rank, split_reserved, tokens_by_rank)
+from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, reserved_rows, sort_by_rank, split_reserved,
+                                             tokens_by_rank, with_rank)
+
+def plan_token_ranges(runs: list[RunFile], range_rows: int, workers: int) -> list[Range]:
+    """The token ranges of the merge pass over the token run files: none when no table of longer n-grams gave
+    tokens (every token has its unigram row, ranked as it was read)."""
+    if not any(run.kind == "tokens" for run in runs):
+        return []
+    # A token range per worker at least: 2.1M tokens, just under RANGE_ROWS, were ranked on one core (0.54 s).
+    return plan_ranges([run for run in runs if run.kind in ("tokens", "unigrams")], range_rows, workers,
+                       at_least=workers)
+
 
 def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
     """One token range (of token run files) -> (the reserved tokens it holds, with their counts; RunFiles of
-    its other tokens in id order)."""
-    # merged() hands the tokens over in token order, so each buffer of the ranked spiller is in token order.
-    # The worker's budget, halved: the merge's batches and the ranked buffer are held at once.
-    ranked = RunSpiller(folder, "ranked", rank_tokens_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
+    its tokens without a count, in id order). A token with a count has its unigram row, ranked already."""
+    # merged() hands the tokens over in token order, which is the id order of the tokens without a count.
+    ranked = AscendingRuns(folder, "ranked", budget // 2, TOKEN_SPILL_COMPRESSION)
     seen_reserved = [TOKENS.empty_table()]
     runs = []
     for tokens in merged(folder, "tokens-pass", planned.runs, merge_tokens, budget // 2, planned.lo, planned.hi,
                          TOKEN_SPILL_COMPRESSION):
         found, others = split_reserved(tokens)
         seen_reserved.append(found)
-        runs += ranked.add(others)
+        runs += ranked.add(with_rank(others.filter(pc.is_null(others["match_count"]))).drop_columns(["token"]))
     return pa.concat_tables(seen_reserved), runs + ranked.flush()
 
 
+def ranked_while_read(runs: list[RunFile], folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
+    """Every token run file -> (the reserved tokens among the unigram rows, with their counts; the RunFiles of
+    the unigram rows the read stage ranked), as rank_token_range gives a range's."""
+    reserved = [run for run in runs if run.kind == "reserved"]
+    seen = list(merged(folder, "reserved-pass", reserved, merge_tokens, budget, compression=TOKEN_SPILL_COMPRESSION))
+    return pa.concat_tables([TOKENS.empty_table(), *seen]), [run for run in runs if run.kind == "ranked"]
+
+
 def write_reserved(ranked: list[tuple[pa.Table, list[RunFile]]], root: str) -> None:
-    """The vocabulary's part file of the reserved ids, from every token range's rank_token_range."""
-    seen_reserved = [TOKENS.empty_table(), *(table for table, _ in ranked)]
+    """The vocabulary's part file of the reserved ids, from every token range's rank_token_range and from
+    ranked_while_read (a reserved token's counts are its unigram row's, wherever that is)."""
+    seen_reserved = merge_tokens(pa.concat_tables([TOKENS.empty_table(), *(table for table, _ in ranked)]))
     with StreamedTables(root, VOCABULARY) as files:
-        files.write("part-reserved", reserved_rows(pa.concat_tables(seen_reserved)))
+        files.write("part-reserved", reserved_rows(seen_reserved))
 
 
 class IdRange(NamedTuple):
@@ -105,10 +127,9 @@ def number_vocabulary(runs: list[RunFile], folder: str, budget: int, root: str, 
     (NumberVocabularyOnDisk): its workers are threads of one process, and the passes' steps of the graph
     cost it more than they spread."""
     release_freed_memory()
-    # A token range per worker at least: 2.1M tokens, just under RANGE_ROWS, were ranked on one core (0.54 s).
     with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="vocabulary") as pool:
-        ranked = list(pool.map(lambda planned: rank_token_range(planned, folder, budget),
-                               plan_ranges(runs, range_rows, workers, at_least=workers)))
+        ranked = [ranked_while_read(runs, folder, budget), *pool.map(
+            lambda planned: rank_token_range(planned, folder, budget), plan_token_ranges(runs, range_rows, workers))]
         write_reserved(ranked, root)
         return list(pool.map(lambda planned: number_id_range(planned, folder, budget, root, part_tokens()),
                              plan_id_ranges(ranked, part_tokens(), workers)))
@@ -131,11 +152,15 @@ class NumberVocabularyOnDisk(beam.PTransform):
         if self.threads:
             return token_runs | "Put the tokens in id order and number them" >> beam.FlatMap(
                 number_vocabulary, folder, budget, root, range_rows, workers)
-        ranked = gathered_to_one(
+        ranked_ranges = (
             token_runs
-            | "Plan token ranges" >> beam.FlatMap(lambda runs: plan_ranges(runs, range_rows, workers, at_least=workers))
+            | "Plan token ranges" >> beam.FlatMap(plan_token_ranges, range_rows, workers)
             | "Spread the token ranges over workers" >> beam.Reshuffle()
-            | "Put each token range in id order" >> beam.Map(rank_token_range, folder, budget),
+            | "Put each token range in id order" >> beam.Map(rank_token_range, folder, budget)
+        )
+        ranked = gathered_to_one(
+            (token_runs | "Runs ranked as read" >> beam.Map(ranked_while_read, folder, budget), ranked_ranges)
+            | "All ranked runs" >> beam.Flatten(),
             "ranked token runs")
         ranked | "Write the reserved ids" >> beam.Map(write_reserved, root)
         return (
