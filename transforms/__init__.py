@@ -39,8 +39,9 @@ Each line: module, what it does, what goes in -> what comes out.
                    range's k-way merge streams (TotalNgramsOnDisk, the embedded runner); token run files
     vocabulary.py  (shard, n-gram table) -> (name, vocabulary table): every token, dense ids, numbered
                    in parts of a sample sort (checkpointed Flink)
-    vocabulary_sort.py  token run files -> token ranges put in id order in parallel -> id ranges
-                   numbered in parallel into the vocabulary's part files, the same ids by an external sort
+    vocabulary_sort.py  token run files (unigram rows ranked as written) -> token ranges of longer
+                   n-grams' tokens, those without a unigram row kept, in parallel -> id ranges numbered in
+                   parallel into the vocabulary's part files, the same ids by an external sort
     sinks.py       (name, table or record) -> a Parquet or JSON file of that name, written under a
                    temporary name and renamed, so a retried bundle replaces it (WriteTables, WriteRecords);
                    the same for files written piece by piece, encoded on a thread of their own (StreamedTables);
