@@ -29,7 +29,7 @@ STAGES = (
     ("parse and collapse (native kernel, one pass)", ("collapse_chunk", "collapse_natively")),
     ("write Parquet (n-grams, vocabulary)", ("StreamedTables.", "ParquetWriter.")),
     ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_id_range", "with_rank",
-                                  "rank_tokens_in_order", "sort_by_rank", "tokens_by_rank")),
+                                  "rank_tokens_in_order", "sort_by_rank", "ranks_in_order", "tokens_by_rank")),
     ("spill sorted run files", ("SpillRuns.", "RunSpiller.", "write_run_file")),
     ("merge n-gram ranges", ("MergeRange.", "merge_range", "merged", "_merge_files", "to_ngram_table")),
     ("read: lines, chunks, progress", ("ReadNgramFile.", "LineReader.")),

@@ -140,12 +140,15 @@ def test_token_runs_rank_unigram_rows_as_they_come_and_cache_only_longer_ngrams_
     assert runs[2].batches == (("a", "b", 2), ("c", "c", 1))  # one batch a table, one file
 
 
-def test_a_ranked_buffer_spills_where_the_unigram_rows_go_back(tmp_path):
-    """The ranked buffer is in token order (its ties keep it): a table of unigram rows that does not follow it
-    spills it first."""
+def test_unigram_rows_out_of_token_order_are_ranked_apart_then_merged(tmp_path):
+    """Unigram tables are ranked a sequence in token order at a time (ties keep that order); a table that does
+    not follow the one before ends the sequence, whose ranked rows wait in the buffer, and the buffer's
+    sequences are merged into one ranked run file when it spills."""
     tokens = vocabulary.TokenRuns(str(tmp_path), 1 << 20)
     assert tokens.add([_ngrams(("m", 1), ("n", 2))]) == []
-    (spilled,) = [run for run in tokens.add([_ngrams(("a", 2), ("b", 1))]) if run.kind == "ranked"]
-    (later,) = [run for run in tokens.flush() if run.kind == "ranked"]
-    assert [vocabulary.tokens_by_rank(pa.ipc.open_file(run.path).read_all())["token"].to_pylist()
-            for run in (spilled, later)] == [["n", "m"], ["a", "b"]]
+    assert [run.kind for run in tokens.add([_ngrams(("a", 2), ("b", 1))])] == ["unigrams"]  # a file from "a"
+    assert tokens.ranked.buffered and tokens.sequence_bytes  # "m n" ranked, "a b" held
+    (ranked,) = [run for run in tokens.flush() if run.kind == "ranked"]
+    rows = vocabulary.tokens_by_rank(pa.ipc.open_file(ranked.path).read_all())
+    assert list(zip(rows["token"].to_pylist(), rows["match_count"].to_pylist())) == [
+        ("a", 2), ("n", 2), ("b", 1), ("m", 1)]

@@ -82,8 +82,11 @@ class TokenRuns:
     the tokens without one.
 
     A token has a count when it has a unigram row, and a unigram row is in one table of the import. So every
-    unigram row is ranked here, as it comes: a buffer of unigram tables in token order, put in id order when
-    it spills (rank_tokens_in_order), as "ranked" run files, the reserved tokens apart in "reserved" ones.
+    unigram row is ranked here, as it comes: unigram tables are held while each follows the one before in
+    token order, and such a sequence is put in id order (rank_tokens_in_order) where one does not follow, or
+    where the buffer is full; the buffer of ranked sequences, merged, spills as "ranked" run files, the
+    reserved tokens apart in "reserved" ones. (Spilled at each sequence's end, the 2012 export's letter files
+    of 1-grams, a sequence each, made 31 ranked run files of 12M tokens, merged again by the numbering.)
     The merge pass once put every token in token order and ranked it after the read stage: for 1-grams alone
     (the 2020 shards of 80M rows, 9.8M tokens) a stage of its own that read, merged and ranked them all again.
 
@@ -107,9 +110,9 @@ class TokenRuns:
     def __init__(self, folder: str, budget: int):
         self.folder, self.budget = folder, budget
         self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
-        self.ranked = RunSpiller(folder, "ranked", rank_tokens_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
+        self.ranked = RunSpiller(folder, "ranked", ranks_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
         self.unigrams = AscendingRuns(folder, "unigrams", budget, TOKEN_SPILL_COMPRESSION)
-        self.last_ranked = None  # the last token the ranked buffer took: the buffer is in token order
+        self.sequence, self.sequence_bytes = [], 0  # unigram tables in token order, not yet ranked
         self.reserved = []
         self.recent = None
 
@@ -128,30 +131,42 @@ class TokenRuns:
                 self.spiller.budget = self.budget - cache  # the cache's room
                 self.ranked.budget = self.spiller.budget // 2
             runs += self.spiller.add(distinct_tokens(pa.concat_tables(tables), recent=self.recent))
-        if self.ranked.buffered + self.spiller.buffered > self.spiller.budget:
-            runs += max(self.ranked, self.spiller, key=lambda spiller: spiller.buffered).flush()
+        ranked = self.sequence_bytes + self.ranked.buffered
+        if ranked >= self.ranked.budget or ranked + self.spiller.buffered > self.spiller.budget:
+            runs += self._spill_ranked() if ranked >= self.spiller.buffered else self.spiller.flush()
         return runs
 
     def _rank(self, tokens: pa.Table, alone: bool) -> list[RunFile]:
-        """Unigram rows as TOKENS (sorted, distinct) into the ranked buffer, a buffer in token order (spilled
-        first when they do not follow it), and written whole (ALONE: a table of unigrams alone)."""
+        """Unigram rows as TOKENS (sorted, distinct) into the sequence, which is ranked first when they do not
+        follow it, and written whole (ALONE: a table of unigrams alone)."""
         found, others = split_reserved(tokens)
         if found.num_rows:
             self.reserved.append(found)
         runs = self.unigrams.add(others) if alone else []
         if not others.num_rows:
             return runs
-        if self.last_ranked is not None and not others["token"][0].as_py() > self.last_ranked:
-            runs += self.ranked.flush()
-        self.last_ranked = others["token"][-1].as_py()
-        return runs + self.ranked.add(others)
+        if self.sequence and not others["token"][0].as_py() > self.sequence[-1]["token"][-1].as_py():
+            runs += self._end_sequence()
+        self.sequence.append(others)
+        self.sequence_bytes += others.nbytes
+        return runs
+
+    def _end_sequence(self) -> list[RunFile]:
+        """The sequence put in id order, into the ranked buffer."""
+        if not self.sequence:
+            return []
+        sequence, self.sequence, self.sequence_bytes = self.sequence, [], 0
+        return self.ranked.add(rank_tokens_in_order(pa.concat_tables(sequence)))
+
+    def _spill_ranked(self) -> list[RunFile]:
+        return self._end_sequence() + self.ranked.flush()
 
     def flush(self) -> list[RunFile]:
         """The run files of the tokens still held."""
-        runs = self.ranked.flush() + self.spiller.flush() + self.unigrams.flush()
+        runs = self._spill_ranked() + self.spiller.flush() + self.unigrams.flush()
         reserved = merge_tokens(pa.concat_tables([_NO_TOKENS, *self.reserved]))
         reserved = write_run_file(self.folder, "reserved", [reserved], self.budget, TOKEN_SPILL_COMPRESSION)
-        self.last_ranked, self.reserved = None, []
+        self.reserved = []
         return runs + ([] if reserved is None else [reserved])
 
 
@@ -204,16 +219,28 @@ def sort_by_rank(table: pa.Table) -> pa.Table:
     return (table if order is None else table.take(order)).combine_chunks()
 
 
+def ranks_in_order(table: pa.Table) -> pa.Table:
+    """Rows of with_rank without the token, in pieces each in id order (ranked run files', ranked buffers') ->
+    the same rows in id order: sort_by_rank's merge, the rows gathered natively (native.take_keys), where
+    Arrow concatenated the pieces and then took the rows from the copy."""
+    return _merged_by_rank(table, _RANK, 0, pa.binary())
+
+
 def tokens_by_rank(table: pa.Table) -> pa.Table:
     """Rows of with_rank without the token, in pieces each in id order (of ranked run files) -> TOKENS rows in
-    id order: sort_by_rank's merge, each token cut from its rank as it is taken (native.take_keys), where the
-    rows were taken whole and the tokens then cut from them."""
+    id order: ranks_in_order's merge, each token cut from its rank as it is taken."""
+    return _merged_by_rank(table, "token", _RANK_HEAD, pa.string())
+
+
+def _merged_by_rank(table: pa.Table, name: str, skip: int, kind: pa.DataType) -> pa.Table:
+    """Rows of with_rank without the token, in pieces each in id order -> in id order: each rank without its
+    first SKIP bytes as column NAME of KIND, and the counts."""
     ranks = columnar.whole(table[_RANK])
     order, _ = native.merge_order(ranks)
     counts = (_counts(table, column) for column in ("match_count", "volume_count"))
     taken = counts if order is None else (values[order] for values in counts)
-    return pa.table([native.take_keys(ranks, order, _RANK_HEAD, pa.string()), *map(_with_nulls, taken)],
-                    schema=TOKENS)
+    return pa.table([native.take_keys(ranks, order, skip, kind), *map(_with_nulls, taken)],
+                    names=[name, "match_count", "volume_count"])
 
 
 def first_ids(sizes):

@@ -41,7 +41,7 @@ from ngramflow.transforms.runfiles import AscendingRuns, RunFile, merged, rows_b
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
-from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, reserved_rows, sort_by_rank, split_reserved,
+from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, ranks_in_order, reserved_rows, split_reserved,
                                              tokens_by_rank, with_rank)
 
 def plan_token_ranges(runs: list[RunFile], range_rows: int, workers: int) -> list[Range]:
@@ -107,7 +107,7 @@ def number_id_range(planned: IdRange, folder: str, budget: int, root: str, per_p
     PER_PART); returns its tokens."""
     next_id, ranks = planned
     with StreamedTables(root, VOCABULARY) as files:
-        for table in merged(folder, "ranked-pass", ranks.runs, sort_by_rank, budget, ranks.lo, ranks.hi,
+        for table in merged(folder, "ranked-pass", ranks.runs, ranks_in_order, budget, ranks.lo, ranks.hi,
                             TOKEN_SPILL_COMPRESSION, last=tokens_by_rank):
             while table.num_rows:
                 in_part = (next_id - planned.first_id) % per_part
