@@ -40,6 +40,10 @@ from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRE
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 _NO_TOKENS = TOKENS.empty_table()
+#: The kinds of TokenRuns' run files: rows of with_rank without the token, in id order (RANKED); TOKENS rows of
+#: the reserved tokens among the unigram rows (RESERVED), of the tokens of tables with longer n-grams (TOKEN_ROWS),
+#: of the tables of unigrams alone (UNIGRAMS), each sorted by token.
+RANKED, RESERVED, TOKEN_ROWS, UNIGRAMS = "ranked", "reserved", "tokens", "unigrams"
 
 
 def distinct_tokens(ngrams: pa.Table, unigrams: bool = False, recent: native.RecentTokens | None = None) -> pa.Table:
@@ -109,9 +113,9 @@ class TokenRuns:
 
     def __init__(self, folder: str, budget: int):
         self.folder, self.budget = folder, budget
-        self.spiller = RunSpiller(folder, "tokens", merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
-        self.ranked = RunSpiller(folder, "ranked", ranks_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
-        self.unigrams = AscendingRuns(folder, "unigrams", budget, TOKEN_SPILL_COMPRESSION)
+        self.spiller = RunSpiller(folder, TOKEN_ROWS, merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
+        self.ranked = RunSpiller(folder, RANKED, ranks_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
+        self.unigrams = AscendingRuns(folder, UNIGRAMS, budget, TOKEN_SPILL_COMPRESSION)
         self.sequence, self.sequence_bytes = [], 0  # unigram tables in token order, not yet ranked
         self.reserved = []
         self.recent = None
@@ -165,7 +169,7 @@ class TokenRuns:
         """The run files of the tokens still held."""
         runs = self._spill_ranked() + self.spiller.flush() + self.unigrams.flush()
         reserved = merge_tokens(pa.concat_tables([_NO_TOKENS, *self.reserved]))
-        reserved = write_run_file(self.folder, "reserved", [reserved], self.budget, TOKEN_SPILL_COMPRESSION)
+        reserved = write_run_file(self.folder, RESERVED, [reserved], self.budget, TOKEN_SPILL_COMPRESSION)
         self.reserved = []
         return runs + ([] if reserved is None else [reserved])
 

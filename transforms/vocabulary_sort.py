@@ -41,16 +41,17 @@ from ngramflow.transforms.runfiles import AscendingRuns, RunFile, merged, rows_b
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
-from ngramflow.transforms.vocabulary import (TOKENS, merge_tokens, ranks_in_order, reserved_rows, split_reserved,
-                                             tokens_by_rank, with_rank)
+from ngramflow.transforms.vocabulary import (RANKED, RESERVED, TOKEN_ROWS, TOKENS, UNIGRAMS, merge_tokens,
+                                             ranks_in_order, reserved_rows, split_reserved, tokens_by_rank, with_rank)
+
 
 def plan_token_ranges(runs: list[RunFile], range_rows: int, workers: int) -> list[Range]:
     """The token ranges of the merge pass over the token run files: none when no table of longer n-grams gave
     tokens (every token has its unigram row, ranked as it was read)."""
-    if not any(run.kind == "tokens" for run in runs):
+    if not any(run.kind == TOKEN_ROWS for run in runs):
         return []
     # A token range per worker at least: 2.1M tokens, just under RANGE_ROWS, were ranked on one core (0.54 s).
-    return plan_ranges([run for run in runs if run.kind in ("tokens", "unigrams")], range_rows, workers,
+    return plan_ranges([run for run in runs if run.kind in (TOKEN_ROWS, UNIGRAMS)], range_rows, workers,
                        at_least=workers)
 
 
@@ -58,7 +59,7 @@ def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table
     """One token range (of token run files) -> (the reserved tokens it holds, with their counts; RunFiles of
     its tokens without a count, in id order). A token with a count has its unigram row, ranked already."""
     # merged() hands the tokens over in token order, which is the id order of the tokens without a count.
-    ranked = AscendingRuns(folder, "ranked", budget // 2, TOKEN_SPILL_COMPRESSION)
+    ranked = AscendingRuns(folder, RANKED, budget // 2, TOKEN_SPILL_COMPRESSION)
     seen_reserved = [TOKENS.empty_table()]
     runs = []
     for tokens in merged(folder, "tokens-pass", planned.runs, merge_tokens, budget // 2, planned.lo, planned.hi,
@@ -72,9 +73,9 @@ def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table
 def ranked_while_read(runs: list[RunFile], folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
     """Every token run file -> (the reserved tokens among the unigram rows, with their counts; the RunFiles of
     the unigram rows the read stage ranked), as rank_token_range gives a range's."""
-    reserved = [run for run in runs if run.kind == "reserved"]
+    reserved = [run for run in runs if run.kind == RESERVED]
     seen = list(merged(folder, "reserved-pass", reserved, merge_tokens, budget, compression=TOKEN_SPILL_COMPRESSION))
-    return pa.concat_tables([TOKENS.empty_table(), *seen]), [run for run in runs if run.kind == "ranked"]
+    return pa.concat_tables([TOKENS.empty_table(), *seen]), [run for run in runs if run.kind == RANKED]
 
 
 def write_reserved(ranked: list[tuple[pa.Table, list[RunFile]]], root: str) -> None:
