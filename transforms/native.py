@@ -83,11 +83,10 @@ def rank_in_order(tokens: pa.ChunkedArray, counts: np.ndarray) -> tuple[np.ndarr
 def take_keys(keys: pa.Array, order: np.ndarray | None, skip: int, kind: pa.DataType) -> pa.Array:
     """The rows of a string or binary array in ORDER (None: as they are), each without its first SKIP bytes, as
     an array of KIND: native/src/order.rs."""
-    rows = len(keys) if order is None else len(order)
     if len(keys) == 0:
         return pa.array([], kind)
     offsets, data = _kernel.take_keys(*_string_buffers(keys), _int64s(order), skip)
-    return pa.Array.from_buffers(kind, rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(kind, len(offsets) // 4 - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def rows_below(keys: pa.Array, key: str | bytes, through: bool = False) -> int:

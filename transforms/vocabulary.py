@@ -217,8 +217,9 @@ def rank_tokens_in_order(tokens: pa.Table) -> pa.Table:
 
 
 def sort_by_rank(table: pa.Table) -> pa.Table:
-    """Rows in id order (ranks are distinct: they hold the token). A merge's tables are pieces each in id
-    order (of ranked run files), which native.merge_order merges; others it sorts."""
+    """Rows of with_rank in id order, every column kept (ranks are distinct: they hold the token): a part of
+    the sample sort (number_part). native.merge_order merges pieces each in id order and sorts others; the
+    external sort's merges gather natively (ranks_in_order)."""
     order, _ = native.merge_order(columnar.whole(table[_RANK]))
     return (table if order is None else table.take(order)).combine_chunks()
 

@@ -717,6 +717,8 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64]) -> Option<(Vec<i64>, Vec<i
         let piece = firsts.partition_point(|&first| first <= row as usize) - 1;
         (piece, row as usize - firsts[piece])
     };
+    // A row's head, the radix sort's key: its count complemented (u64::MAX without one), from which the
+    // writing reads the count back.
     let heads = counts
         .iter()
         .zip(0u32..)
