@@ -702,19 +702,20 @@ fn rows_below(
     })
 }
 
-/// rank_in_order(pieces, counts) -> (rows, offsets, bytes)
+/// rank_in_order(pieces, counts, volumes) -> (counts, volumes, offsets, bytes)
 ///
 /// Token rows in token order, as PIECES of Arrow string arrays ((offsets, data) each, n + 1 int32 into
-/// DATA) whose rows ascend one piece after another, with their COUNTS (int64, -1: none) -> their rows in the
-/// vocabulary's id order (int64) and their rank keys in that order, an Arrow binary array's offsets (int32)
-/// and bytes (order.rs).
+/// DATA) whose rows ascend one piece after another, with their COUNTS and VOLUMES (int64, -1: none) -> their
+/// counts and volumes in the vocabulary's id order (int64) and their rank keys in that order, an Arrow binary
+/// array's offsets (int32) and bytes (order.rs).
 #[pyfunction]
 fn rank_in_order<'py>(
     py: Python<'py>,
     pieces: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
     counts: PyBuffer<i64>,
+    volumes: PyBuffer<i64>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let counts = int64s(&counts)?;
+    let (counts, volumes) = (int64s(&counts)?, int64s(&volumes)?);
     let buffers = pieces
         .iter()
         .map(|(offsets, data)| Ok((buffer_bytes(offsets)?, buffer_bytes(data)?)))
@@ -728,18 +729,21 @@ fn rank_in_order<'py>(
             .collect::<Option<Vec<_>>>()
             .ok_or(OFFSETS_OUTSIDE)?;
         let rows: usize = tokens.iter().map(order::Keys::len).sum();
-        if rows != counts.len() || rows > u32::MAX as usize {
-            return Err("rank_in_order: one count per token, at most 2^32 tokens, expected");
+        if rows != counts.len() || rows != volumes.len() || rows > u32::MAX as usize {
+            return Err(
+                "rank_in_order: one count and one volume per token, at most 2^32 tokens, expected",
+            );
         }
-        order::rank_in_order(&tokens, counts).ok_or("rank_in_order: the keys pass 2 GiB")
+        order::rank_in_order(&tokens, counts, volumes).ok_or("rank_in_order: the keys pass 2 GiB")
     });
-    let (order, offsets, bytes) = ranked.map_err(PyValueError::new_err)?;
+    let ranked = ranked.map_err(PyValueError::new_err)?;
     PyTuple::new(
         py,
         [
-            Owned::wrap(py, order)?,
-            Owned::wrap(py, offsets)?,
-            Owned::wrap(py, bytes)?,
+            Owned::wrap(py, ranked.matches)?,
+            Owned::wrap(py, ranked.volumes)?,
+            Owned::wrap(py, ranked.offsets)?,
+            Owned::wrap(py, ranked.bytes)?,
         ],
     )
 }

@@ -692,17 +692,26 @@ fn push_rank_key(bytes: &mut Vec<u8>, token: &[u8], count: i64) {
     bytes.extend_from_slice(token);
 }
 
+/// What rank_in_order gives: each row's match and volume counts (-1: none) and rank key, in the id order; the
+/// keys as an Arrow binary array's offsets and bytes.
+pub struct Ranked {
+    pub matches: Vec<i64>,
+    pub volumes: Vec<i64>,
+    pub offsets: Vec<i32>,
+    pub bytes: Vec<u8>,
+}
+
 /// Token rows in token order (TOKENS: pieces whose rows, one piece after another, ascend, as a spill's
-/// buffer of merged tables holds them) with their counts (COUNTS, -1: none, one a row) -> (the rows in the
-/// id order, int64; their rank keys, push_rank_key's, in that order, as an Arrow binary array's offsets and
-/// bytes). The order is a stable radix sort of each row's head, its count complemented (u64::MAX without
-/// one: last): equal heads keep the token order, which is the rank's tie-break. Each key is written where
-/// the order puts it, from the piece its token lies in (the keys were made in token order, then
-/// concatenated and taken in order by Arrow: two copies more), its count read back from its head, and the
-/// rows the order reaches next brought near beforehand: the order scatters them over the pieces, and each
-/// look-up waited for memory (1.2M tokens: the writing 40 -> 17.5 ms). None when the keys pass an int32
-/// offset.
-pub fn rank_in_order(tokens: &[Keys], counts: &[i64]) -> Option<(Vec<i64>, Vec<i32>, Vec<u8>)> {
+/// buffer of merged tables holds them) with their counts (COUNTS and VOLUMES, -1: none, one a row) -> the
+/// rows in the id order (Ranked). The order is a stable radix sort of each row's head, its count
+/// complemented (u64::MAX without one: last): equal heads keep the token order, which is the rank's
+/// tie-break. Each key is written where the order puts it, from the piece its token lies in (the keys were
+/// made in token order, then concatenated and taken in order by Arrow: two copies more), its count read back
+/// from its head, its volume count taken as it goes, and the rows the order reaches next brought near
+/// beforehand: the order scatters them over the pieces, and each look-up waited for memory (1.2M tokens: the
+/// writing 40 -> 17.5 ms; the counts, taken by NumPy in the order after it, cost 10 ns a row more). None when
+/// the keys pass an int32 offset.
+pub fn rank_in_order(tokens: &[Keys], counts: &[i64], volumes: &[i64]) -> Option<Ranked> {
     // The first row of each piece: a row's piece is found by a search of these (a table of each row's bytes
     // was 16 bytes a row more, at the spill's peak).
     let firsts: Vec<usize> = tokens
@@ -736,14 +745,15 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64]) -> Option<(Vec<i64>, Vec<i
         .map(|keys| keys.offsets.last().map_or(0, |&end| end - keys.offsets[0]) as usize)
         .sum();
     let sorted = radix_sort(heads);
-    let (mut order, mut offsets) = (
-        Vec::with_capacity(sorted.len()),
-        Vec::with_capacity(sorted.len() + 1),
-    );
-    let mut bytes = Vec::with_capacity(span + RANK_HEAD * sorted.len());
-    offsets.push(0);
-    // Each row's place is found once, AHEAD rows before it is written, and its offset fetched then; its bytes
-    // are fetched half-way.
+    let mut ranked = Ranked {
+        matches: Vec::with_capacity(sorted.len()),
+        volumes: Vec::with_capacity(sorted.len()),
+        offsets: Vec::with_capacity(sorted.len() + 1),
+        bytes: Vec::with_capacity(span + RANK_HEAD * sorted.len()),
+    };
+    ranked.offsets.push(0);
+    // Each row's place is found once, AHEAD rows before it is written, and its offset and volume count
+    // fetched then; its bytes are fetched half-way.
     const AHEAD: usize = 32;
     let mut ahead = [(0usize, 0usize); AHEAD];
     for (at, &(_, row)) in sorted.iter().enumerate().take(AHEAD) {
@@ -754,6 +764,7 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64]) -> Option<(Vec<i64>, Vec<i
         if let Some(&(_, far)) = sorted.get(at + AHEAD) {
             let (far_piece, far_local) = place(far);
             prefetch::fetch(&tokens[far_piece].offsets[far_local]);
+            prefetch::fetch(&volumes[far as usize]);
             ahead[at % AHEAD] = (far_piece, far_local);
         }
         if at + AHEAD / 2 < sorted.len() {
@@ -770,11 +781,12 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64]) -> Option<(Vec<i64>, Vec<i
         } else {
             i64::MAX - head as i64
         };
-        push_rank_key(&mut bytes, tokens[piece].get(local), count);
-        offsets.push(i32::try_from(bytes.len()).ok()?);
-        order.push(i64::from(row));
+        push_rank_key(&mut ranked.bytes, tokens[piece].get(local), count);
+        ranked.offsets.push(i32::try_from(ranked.bytes.len()).ok()?);
+        ranked.matches.push(count);
+        ranked.volumes.push(volumes[row as usize]);
     }
-    Some((order, offsets, bytes))
+    Some(ranked)
 }
 
 /// The rows of KEYS in ORDER (None: as they are), each without its first SKIP bytes (a rank key's head: what
@@ -1600,8 +1612,16 @@ pub(crate) mod tests {
             .map(|(offsets, data)| Keys { offsets, data })
             .collect();
         let counts = [5, -1, 9, 5, 0];
-        let (order, offsets, bytes) = rank_in_order(&tokens, &counts).unwrap();
-        assert_eq!(order, vec![2, 0, 3, 4, 1]); // c (9), a and d (5), e (0), b (none)
+        let volumes = [50, -1, 90, 51, 1];
+        let Ranked {
+            matches,
+            volumes: ranked_volumes,
+            offsets,
+            bytes,
+        } = rank_in_order(&tokens, &counts, &volumes).unwrap();
+        let order = [2, 0, 3, 4, 1]; // c (9), a and d (5), e (0), b (none)
+        assert_eq!(matches, order.map(|row| counts[row]));
+        assert_eq!(ranked_volumes, order.map(|row| volumes[row]));
         let (all_offsets, all_data) = keys_of(&["a", "b", "c", "d", "e"]);
         let all = Keys {
             offsets: &all_offsets,
@@ -1617,9 +1637,11 @@ pub(crate) mod tests {
             data: &bytes,
         };
         let got: Vec<&[u8]> = (0..ranked.len()).map(|i| ranked.get(i)).collect();
-        let expected: Vec<&[u8]> = order.iter().map(|&row| keys.get(row as usize)).collect();
+        let expected: Vec<&[u8]> = order.iter().map(|&row| keys.get(row)).collect();
         assert_eq!(got, expected);
-        assert_eq!(rank_in_order(&[], &[]), Some((vec![], vec![0], vec![])));
+        let empty = rank_in_order(&[], &[], &[]).unwrap();
+        assert!(empty.matches.is_empty() && empty.volumes.is_empty() && empty.bytes.is_empty());
+        assert_eq!(empty.offsets, vec![0]);
     }
 
     #[test]
