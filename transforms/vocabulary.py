@@ -195,7 +195,7 @@ def _counts(tokens: pa.Table, column: str = "match_count") -> np.ndarray:
 
 def _with_nulls(counts: np.ndarray) -> pa.Array:
     """Counts of _counts' kind (-1: none) as a column, nulls where they are -1; without a copy where none is (a
-    unigram row's counts, most of them: 8M tokens' two columns cost 20 ms a copy and its mask)."""
+    unigram row's: 4M counts took 5.1 ms copied with a mask, 1.0 ms looked at)."""
     if not len(counts) or counts.min() >= 0:
         return pa.array(counts)
     return pa.array(counts, mask=counts < 0)
@@ -212,8 +212,8 @@ def rank_tokens_in_order(tokens: pa.Table) -> pa.Table:
     token (the rank holds it), in id order: a stable radix sort of the counts alone (counted first, count
     descending) keeps the token order within equal counts, which is the rank's tie-break
     (native.rank_in_order, which writes each rank where the order puts it: the ranks made in token order and
-    then taken in order by Arrow cost 0.55 s of CPU for 9.8M tokens; the counts taken by NumPy in that order,
-    0.16 s more)."""
+    then taken in order by Arrow cost 0.55 s of CPU for 9.8M tokens; the counts, taken by NumPy in that order
+    afterwards, 9 ns a token more)."""
     matches, volumes, ranks = native.rank_in_order(tokens["token"], _counts(tokens), _counts(tokens, "volume_count"))
     return pa.table([ranks, _with_nulls(matches), _with_nulls(volumes)], names=[_RANK, "match_count", "volume_count"])
 
