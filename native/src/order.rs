@@ -696,10 +696,9 @@ fn push_rank_key(bytes: &mut Vec<u8>, token: &[u8], count: i64) {
 }
 
 /// A token's place in the id order before its bytes, from its COUNT (-1: none): the count complemented,
-/// i64::MAX - COUNT, so that larger counts come first, and u64::MAX, after every count, without one. A key's
-/// first 8 bytes, which merges compare as one number (`head`): a flag byte before the count left every
-/// count below 2^56 the same first 8 bytes, and each comparison of a merge of rank keys to the keys' bytes
-/// (a vocabulary's 16 ranked runs: 81 ns a row).
+/// i64::MAX - COUNT, so that larger counts come first, and u64::MAX, after every count, without one. It is
+/// a rank key's first 8 bytes, which merges compare as one number (`head`): a flag byte before the count gave
+/// every count below 2^56 the same first 8 bytes, and left each comparison of rank keys to the keys' bytes.
 fn rank_head(count: i64) -> u64 {
     if count >= 0 {
         (i64::MAX - count) as u64
@@ -1322,6 +1321,54 @@ pub(crate) mod tests {
                 .collect();
             check(&words.iter().map(String::as_str).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn sorted_pieces_merge_past_both_heads_of_their_cursors() {
+        // Pieces sorted apart, more than TOURNAMENT_PIECES of them, few enough to be merged: keys that tie on
+        // their first 8 bytes, on their first 16, end within or at either head, or hold NUL bytes (which pad
+        // a head); and rank keys of equal counts.
+        let mut next = numbers(13);
+        let bytes = ["a", "b", "\0", "\u{e9}"];
+        let prefixes = [
+            "",
+            "aaaaaaa",
+            "aaaaaaaa",
+            "aaaaaaaabbbbbbb",
+            "aaaaaaaabbbbbbbb",
+            "aaaaaaaa\0",
+        ];
+        for (pieces, size) in [(5, 40), (8, 100), (17, 60)] {
+            let mut words = Vec::new();
+            for _ in 0..pieces {
+                let mut piece: Vec<String> = (0..size)
+                    .map(|_| {
+                        let (prefix, length) = (prefixes[next() % prefixes.len()], next() % 4);
+                        let tail: String =
+                            (0..length).map(|_| bytes[next() % bytes.len()]).collect();
+                        prefix.to_owned() + &tail
+                    })
+                    .collect();
+                piece.sort();
+                words.extend(piece);
+            }
+            check(&words.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+        let ranked: Vec<Vec<u8>> = (0..6)
+            .flat_map(|_| {
+                let mut piece: Vec<Vec<u8>> = (0..50)
+                    .map(|_| {
+                        let mut key = Vec::new();
+                        let count = [0, 1, 1, 7, -1][next() % 5];
+                        push_rank_key(&mut key, format!("t{}", next() % 30).as_bytes(), count);
+                        key
+                    })
+                    .collect();
+                piece.sort();
+                piece
+            })
+            .collect();
+        check(&ranked);
     }
 
     #[test]
