@@ -24,8 +24,10 @@ sample: setup
 	$(BIN)/ngramflow import tests/data/sample/2012 --output $(SAMPLE_OUT) --overwrite
 	$(BIN)/python tools/top_ngrams.py $(SAMPLE_OUT)
 
+# The kernel's own unit tests (native/src, `cargo test`), built against the environment's Python, then the suite.
 test: setup
 	$(BIN)/ruff check .
+	cd native && PYO3_PYTHON=$(abspath $(BIN))/python cargo test --release --quiet
 	$(BIN)/python -m pytest -q tests
 
 # The Java side of `--runner flink`, built once into ~/.cache/ngramflow/flink/ (Maven Central, PyPI);
