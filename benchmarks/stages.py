@@ -25,7 +25,7 @@ import tempfile
 STAGES = (
     # isal's reader decompresses in C, into a line buffer (a block ahead, on a thread of its own): its time is
     # in the frames that call it.
-    ("decompress (isal)", ("LineReader._decompress", "verify_readable")),
+    ("decompress (isal)", ("LineReader.decompress_into", "verify_readable")),
     ("parse and collapse (native kernel, one pass)", ("collapse_chunk", "collapse_natively")),
     ("write Parquet (n-grams, vocabulary)", ("StreamedTables.", "ParquetWriter.")),
     ("vocabulary (tokens, ids)", ("distinct_tokens", "merge_tokens", "number_id_range", "with_rank",

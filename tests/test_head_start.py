@@ -20,6 +20,7 @@ import pytest
 from ngramflow.pipeline.options import ImportOptions
 from ngramflow.pipeline.run import run_import
 from ngramflow.transforms import head_start
+from ngramflow.transforms.handoff import HandedOverReader
 from ngramflow.transforms import lines as reading
 from ngramflow.transforms.lines import LineReader, ReadSettings, collapsed_pieces
 from ngramflow.transforms.policy import RowPolicy
@@ -99,8 +100,8 @@ def test_the_pieces_taken_are_those_the_stage_reads(tmp_path, small_chunks):
             time.sleep(0.01)
         taken = [head.take(path, settings) for path in files]
     assert head.taken == files and _gone(head.pid) and not os.path.exists(head.folder)
-    for path, (fmt, pieces, resume) in zip(files, taken):
-        assert fmt == "2012" and len(pieces) > 3 and resume is None
+    for path, (fmt, pieces, resume, rest) in zip(files, taken):
+        assert fmt == "2012" and len(pieces) > 3 and resume is None and rest is None
         assert _pieces(pieces) == _read_whole(path, settings)
         assert any(c.rejects.num_rows for _, _, c, _ in pieces)
 
@@ -144,17 +145,19 @@ def test_a_file_asked_for_before_the_head_start_began_it_is_left_to_the_stage(tm
         finally:
             os.kill(head.pid, signal.SIGCONT)
         taken = head.take(first, settings)
+        _, pieces, resume, rest = taken
+        assert (resume is not None) == too_large == (rest is not None)
+        if too_large:  # cut short early: the first pieces, not the limit's
+            whole = _read_whole(first, settings)
+            assert sum(lines for _, lines, *_ in pieces) < sum(lines for _, lines, *_ in whole) / 2
+        stage, stats = ReadNgramFile(settings), {}
+        stage.setup()
+        # The rest of a file cut short is handed over: the head start ends once the stage has read it.
+        assert _pieces(stage._taken(first, os.path.getsize(first), taken, stats)) == _read_whole(first, settings)
         while not head._reaped():
             time.sleep(0.01)
         assert sorted(os.listdir(head.folder)) == ["0.claim", "0.pieces", "0.stop", "1.claim"]  # the second not read
     assert head.taken == [first]
-    _, pieces, resume = taken
-    assert (resume is not None) == too_large
-    if too_large:  # cut short early: the first pieces, not the limit's
-        assert sum(lines for _, lines, *_ in pieces) < sum(lines for _, lines, *_ in _read_whole(first, settings)) / 2
-    stage, stats = ReadNgramFile(settings), {}
-    stage.setup()
-    assert _pieces(stage._taken(first, os.path.getsize(first), taken, stats)) == _read_whole(first, settings)
 
 
 @pytest.mark.parametrize("stops_in", [0, 1])
@@ -165,19 +168,96 @@ def test_the_head_start_stops_at_its_limit_and_the_stage_reads_on(tmp_path, smal
     limit = 1 if stops_in == 0 else os.path.getsize(files[0]) + os.path.getsize(files[1]) // 2
     monkeypatch.setattr(head_start, "HEAD_START_BYTES", limit)
     settings = ReadSettings()
+    stopped_in = f"{stops_in}.pieces"
     with head_start.reading(files, settings) as head:
-        while not head._reaped():
+        while not os.path.exists(os.path.join(head.folder, stopped_in)):  # stopped there, handing the rest over
             time.sleep(0.01)
         taken = [head.take(path, settings) for path in files]
         stopped = taken[stops_in]
         assert stopped[2] is not None and len(stopped[1]) >= 1  # stopped after a piece at least
         assert (taken[1] is None) == (stops_in == 0)
     with head_start.reading(files, settings) as head:
-        while not head._reaped():
+        while not os.path.exists(os.path.join(head.folder, stopped_in)):
             time.sleep(0.01)
         for path in files:
             assert _read_by_the_stage(path, settings) == _read_whole(path, settings)
         assert head.taken == files[:stops_in + 1]
+        while not head._reaped():  # the rest handed over, the head start reads no further
+            time.sleep(0.01)
+
+
+def _stopped_in_first_piece(path: str, settings: ReadSettings, head) -> tuple:
+    """The head start's take of PATH, once it stopped in it (its limit set to a byte: after one piece)."""
+    while not os.path.exists(os.path.join(head.folder, "0.pieces")):
+        time.sleep(0.005)
+    return head.take(path, settings)
+
+
+def _read_until_error(pieces, into: list) -> Exception:
+    """Pieces appended to INTO until reading them fails; the error."""
+    with pytest.raises(reading.CORRUPT_ERRORS) as failed:
+        for piece in pieces:
+            into.append(piece)
+    return failed.value
+
+
+def test_the_rest_of_a_file_is_decompressed_once_by_the_head_start(tmp_path, small_chunks, monkeypatch):
+    """The text after the head start's stop comes from the head start (transforms/handoff.py): the stage's
+    readers decompress none of the file (neither the text before the stop again, nor the rest)."""
+    path = _gz(tmp_path / "a.gz", _text(11, 60_000))
+    monkeypatch.setattr(head_start, "HEAD_START_BYTES", 1)
+    settings = ReadSettings()
+    decompressed = []
+    with head_start.reading([path], settings) as head:
+        taken = _stopped_in_first_piece(path, settings, head)
+        assert len(taken[1]) == 1 and isinstance(taken[3], HandedOverReader)
+        stage, stats = ReadNgramFile(settings), {}
+        stage.setup()
+        with monkeypatch.context() as patched:  # in this process, forked before: not the head start's
+            patched.setattr(LineReader, "decompress_into", lambda reader, buffer: decompressed.append(1) or (0, 0))
+            read = _pieces(stage._taken(path, os.path.getsize(path), taken, stats))
+        while not head._reaped():  # the text's end handed over: the head start is done
+            time.sleep(0.01)
+    assert decompressed == []
+    assert read == _read_whole(path, settings) and len(read) > 50
+
+
+def test_a_head_start_killed_while_handing_over_leaves_the_rest_to_the_stage(tmp_path, small_chunks, monkeypatch):
+    """The stage reads on itself from the end of the last piece it took, as it would without a head start."""
+    path = _gz(tmp_path / "a.gz", _text(12, 60_000))
+    monkeypatch.setattr(head_start, "HEAD_START_BYTES", 1)
+    settings = ReadSettings()
+    with head_start.reading([path], settings) as head:
+        taken = _stopped_in_first_piece(path, settings, head)
+        stage, stats = ReadNgramFile(settings), {}
+        stage.setup()
+        pieces = stage._taken(path, os.path.getsize(path), taken, stats)
+        read = [next(pieces) for _ in range(5)]  # the head start's piece, and some of the text it handed over
+        os.kill(head.pid, signal.SIGKILL)
+        read += list(pieces)
+    assert _pieces(read) == _read_whole(path, settings) and len(read) > 50
+
+
+def test_a_corrupt_gzip_after_the_stop_is_the_error_the_stage_would_meet(tmp_path, small_chunks, monkeypatch):
+    """The head start hands over the file's error (a gzip cut short) with its message, after the same pieces."""
+    with open(_gz(tmp_path / "whole.gz", _text(13, 60_000)), "rb") as fh:
+        data = fh.read()
+    path = str(tmp_path / "cut.gz")
+    with open(path, "wb") as fh:
+        fh.write(data[:len(data) - 100])
+    settings = ReadSettings()
+    own = []
+    with contextlib.closing(LineReader(path, None)) as reader:
+        own_error = _read_until_error(collapsed_pieces(reader, None, settings), own)
+    monkeypatch.setattr(head_start, "HEAD_START_BYTES", 1)
+    with head_start.reading([path], settings) as head:
+        taken = _stopped_in_first_piece(path, settings, head)
+        stage, stats = ReadNgramFile(settings), {}
+        stage.setup()
+        read = []
+        error = _read_until_error(stage._taken(path, os.path.getsize(path), taken, stats), read)
+    assert str(error) == str(own_error)
+    assert _pieces(read) == _pieces(own) and len(read) > 50
 
 
 def test_a_head_start_whose_folder_is_removed_leaves_every_file_to_the_stage(tmp_path):

@@ -23,7 +23,7 @@ def _sample(*frames: str, count: int = 1) -> str:
 def test_samples_go_to_the_deepest_stage_and_waits_are_left_out():
     raw = "\n".join([
         _sample(MAIN, "main", "ReadNgramFile.process", "collapse_chunk", count=5),
-        _sample(MAIN, "main", "ReadNgramFile.process", "LineReader.lines_before", "LineReader._fill", "LineReader._decompress",
+        _sample(MAIN, "main", "ReadNgramFile.process", "LineReader.lines_before", "LineReader._fill", "LineReader.decompress_into",
                 count=2),
         _sample(MAIN, "main", "ReadNgramFile.process", "LineReader.lines_before", count=1),
         _sample(MAIN, "main", "MergeRange.process", "StreamedTables.write", "ParquetWriter.write_table", count=3),

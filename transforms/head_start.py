@@ -12,12 +12,13 @@ stage itself, so nothing depends on the head start but the time, and an input's 
 Each file is claimed by whichever comes to it first: a file the stage asks for before the head start began it,
 the stage reads, and the head start passes it by. The head start stops once it has read HEAD_START_BYTES of
 compressed input, which bounds its folder, and hands over the pieces it read of the file it stopped in and where
-it stopped (a decompressed offset, the start of a line): the stage reads on from there as it reads a file's
-later slice (transforms/read.py), decompressing the text before it again. A file the stage asks for while the
-head start is reading it is read to its end when it fits in what is left of that limit: the waiting worker's
-core is the head start's meanwhile, and nothing is read twice. One that does not is cut short at the end of the
-piece being read, so that less is decompressed again (files of 100 MiB, too large for the head start before: the
-stage read them all, and one core was idle for the first half second).
+it stopped (a decompressed offset, the start of a line). A file the stage asks for while the head start is
+reading it is read to its end when it fits in what is left of that limit: the waiting worker's core is the head
+start's meanwhile. One that does not is cut short at the end of the piece being read (files of 100 MiB, too
+large for the head start before: the stage read them all, and one core was idle for the first half second).
+The rest of the file it stopped in, the head start decompresses for the stage, and reads nothing more
+(transforms/handoff.py): the stage parses it as it would its own (or, if the head start is gone before its end,
+reads it itself from there, as it reads a file's later slice: transforms/read.py).
 
 Only whole files are read ahead (a sliced file's slices are read by one worker, each continuing the reader
 the slice before it left: transforms/read.py). Forking is safe that early: Beam and its gRPC threads are not
@@ -37,9 +38,10 @@ import time
 
 import pyarrow as pa
 
+from ngramflow.transforms.handoff import HandedOverReader, SharedText
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.lines import LineReader, ReadSettings, collapsed_pieces
-from ngramflow.transforms.sizing import HEAD_START_BYTES
+from ngramflow.transforms.sizing import HEAD_START_BYTES, release_freed_memory
 
 #: How often the read stage looks again for a file the head start is still reading.
 POLL_SECONDS = 0.002
@@ -86,8 +88,8 @@ class HeadStart:
     """A process reading FILES (paths, in order) with SETTINGS into FOLDER, and what the read stage has taken
     of it. ``begin`` makes one; ``close`` ends it."""
 
-    def __init__(self, pid: int, folder: str, files: list[str], settings: ReadSettings):
-        self.pid, self.folder, self.files, self.settings = pid, folder, files, settings
+    def __init__(self, pid: int, folder: str, files: list[str], settings: ReadSettings, text: SharedText):
+        self.pid, self.folder, self.files, self.settings, self.text = pid, folder, files, settings, text
         self.exited, self.lock = False, threading.Lock()  # the stage's workers, threads, ask at once
         self.asked, self.taken = set(), []  # the files the read stage asked for, and those it took from here
 
@@ -98,6 +100,7 @@ class HeadStart:
         sys.stderr.flush()
         parent = os.getpid()
         try:
+            text = SharedText()
             pid = os.fork()
         except OSError:
             shutil.rmtree(folder, ignore_errors=True)
@@ -106,11 +109,13 @@ class HeadStart:
             code = 1
             try:
                 _die_with(parent)
-                _read_ahead(files, settings, folder)
+                text.in_head_start()
+                _read_ahead(files, settings, folder, text)
                 code = 0
             finally:
                 os._exit(code)
-        return cls(pid, folder, files, settings)
+        text.in_stage()
+        return cls(pid, folder, files, settings, text)
 
     def _reaped(self) -> bool:
         """Whether the process has exited (and is reaped: by one thread only)."""
@@ -121,7 +126,8 @@ class HeadStart:
 
     def take(self, path: str, settings: ReadSettings):
         """(format, [(number of the first line, lines, Collapsed, compressed bytes read by its end)] of its
-        pieces, the decompressed offset where the stage reads on or None at the file's end) of the file PATH read
+        pieces, the decompressed offset where the stage reads on or None at the file's end, and the reader of the
+        rest that the head start hands over from there, or None) of the file PATH read
         with SETTINGS, as far as the head start read it (waiting for it if it is reading it: asked to stop, it
         stops at the end of a piece if the file is too large to read whole); None for a
         file it does not hold: not one of its files, read with other settings, changed since, taken before, not
@@ -157,7 +163,11 @@ class HeadStart:
             read.append((first_line, lines, Collapsed(table, dropped, rejects, ascending, lines), compressed))
             at += batches
         self.taken.append(path)
-        return fmt, read, resume
+        rest = None
+        if resume is not None:
+            first_line, lines, *_ = read[-1]  # it stops after a piece
+            rest = HandedOverReader(path, fmt, self.text, resume, first_line + lines)
+        return fmt, read, resume, rest
 
     def close(self) -> None:
         """End the process if it is still reading, and remove its folder (tables taken from it stay readable:
@@ -168,6 +178,7 @@ class HeadStart:
             with self.lock:
                 os.waitpid(self.pid, 0)
                 self.exited = True
+        self.text.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -179,12 +190,13 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
+def _read_ahead(files: list[str], settings: ReadSettings, folder: str, text: SharedText) -> None:
     """Read FILES in order with SETTINGS, on this thread alone, but for those the read stage claimed first, until
     HEAD_START_BYTES of compressed input are read in all, a file too large for what is left of them only until the
     stage asks for it; for each, its run tables into N.arrow and then (its identity, its format, its pieces: first
     line, lines, dropped rows, ascending, batches in N.arrow, rejects, compressed bytes read by its end; the
-    decompressed offset it stopped at, None at the file's end) into N.pieces."""
+    decompressed offset it stopped at, None at the file's end) into N.pieces. The rest of a file it stopped in, it
+    decompresses into TEXT for the stage (transforms/handoff.py), and reads no further."""
     spent, limit = 0, HEAD_START_BYTES
     for index, path in enumerate(files):
         if spent >= limit:
@@ -196,8 +208,9 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
         _, size, _ = identity
         whole = spent + size <= limit  # read to its end, asked for or not
         with (contextlib.closing(LineReader(path, settings.format, pool=None)) as reader,
-              pa.OSFile(_written(folder, index, "arrow"), "wb") as sink):
-            for first_line, lines, collapsed in collapsed_pieces(reader, None, settings):
+              pa.OSFile(_written(folder, index, "arrow"), "wb") as sink,
+              contextlib.closing(collapsed_pieces(reader, None, settings)) as read):
+            for first_line, lines, collapsed in read:
                 if writer is None:
                     writer = pa.ipc.new_file(sink, collapsed.runs.schema)
                 batches = collapsed.runs.to_batches()
@@ -215,10 +228,17 @@ def _read_ahead(files: list[str], settings: ReadSettings, folder: str) -> None:
                 writer.close()
             fmt = reader.format
             spent += reader.compressed
-        written = _written(folder, index, "pieces")
-        with open(written + ".tmp", "wb") as fh:
-            pickle.dump((identity, fmt, pieces, resume), fh)
-        os.replace(written + ".tmp", written)
+            written = _written(folder, index, "pieces")
+            with open(written + ".tmp", "wb") as fh:
+                pickle.dump((identity, fmt, pieces, resume), fh)
+            os.replace(written + ".tmp", written)
+            if resume is not None:
+                read.close()  # no piece of it is being collapsed
+                del collapsed
+                pa.default_memory_pool().release_unused()  # the tables' memory, while it hands over
+                release_freed_memory()
+                text.hand_over(reader)
+                return
 
 
 #: The head start of this process's import, if it has one: the read stage's DoFns, threads of this process on

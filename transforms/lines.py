@@ -150,7 +150,7 @@ BUFFERS = _Buffers()
 #: decompressed, parsed and taken in turn on one thread (one file of 100M rows of 2020 1-grams: 3.1x isal's
 #: time, on one core). Threads are made as readers need them; more work than threads waits (slower, never
 #: stuck: no task waits for another).
-_AHEAD = concurrent.futures.ThreadPoolExecutor(max_workers=max(8, 2 * (os.cpu_count() or 1)),
+AHEAD = concurrent.futures.ThreadPoolExecutor(max_workers=max(8, 2 * (os.cpu_count() or 1)),
                                                thread_name_prefix="read-ahead")
 
 
@@ -171,7 +171,7 @@ class LineReader:
     for both: 0.6x of the decompression's own CPU time.)
     """
 
-    def __init__(self, path: str, forced_format: str | None, pool: concurrent.futures.Executor | None = _AHEAD,
+    def __init__(self, path: str, forced_format: str | None, pool: concurrent.futures.Executor | None = AHEAD,
                  block: int | None = None):
         self.path, self.pool = path, pool  # the pool also collapses the reader's pieces (collapsed_pieces)
         # Decompressed bytes read at once (None: CHUNK_BYTES, looked up now): less for a look at a file's beginning.
@@ -180,7 +180,7 @@ class LineReader:
         self.buffer = BUFFERS.take()
         self.retired = []  # buffers the text has left, until no piece handed out is a view of them
         self.handed = None  # the buffer of the last piece handed out
-        self.ahead = None  # (buffer, future of _decompress into it): the next block, under way
+        self.ahead = None  # (buffer, future of decompress_into it): the next block, under way
         self.at_end = False  # the whole text is decompressed
         self.compressed = 0  # compressed bytes read when the text in the buffer was decompressed
         # buffer[start:end]: read, not yet handed out; starts at the start of a line
@@ -227,40 +227,59 @@ class LineReader:
             self.start += len(codecs.BOM_UTF8)
             self.offset = len(codecs.BOM_UTF8)
 
-    def _decompress(self, buffer: mmap.mmap) -> tuple[int, int]:
+    def decompress_into(self, buffer: mmap.mmap) -> tuple[int, int]:
         """The next block of text into BUFFER, after its LINE_ROOM: (its bytes, the compressed bytes read by
         then). On a thread of the reader's pool, but for a reader's first block and without a pool."""
         got = self.data.readinto(memoryview(buffer)[LINE_ROOM:LINE_ROOM + self.block])
         return got, self.raw.tell()
 
-    def _fill(self) -> bool:
-        """The next block after the unread text (a part of a line: lines_before fills only when no whole line
-        is left), both in another buffer, and the block after it set decompressing; False at the end."""
-        if self.at_end:
-            return False
+    def _next_block(self) -> tuple:
+        """(a buffer holding the next block of text after its LINE_ROOM, the block's bytes, the compressed bytes
+        read by its end), and the block after it set decompressing (0 bytes: the text's end)."""
         if self.ahead:
             target, future = self.ahead
             self.ahead = None
-            got, self.compressed = future.result()
+            got, compressed = future.result()
         else:
             target = BUFFERS.take()
-            got, self.compressed = self._decompress(target)
+            got, compressed = self.decompress_into(target)
+        if got and self.pool:
+            free = BUFFERS.take()
+            self.ahead = (free, self.pool.submit(self.decompress_into, free))
+        return target, got, compressed
+
+    def _give(self, buffer) -> None:
+        """A buffer the text has left, and no piece handed out is a view of any more."""
+        BUFFERS.give(buffer)
+
+    def _fill(self) -> bool:
+        """The next block after the unread text (a part of a line: lines_before fills only when no whole line
+        is left), both in another buffer; False at the end."""
+        if self.at_end:
+            return False
+        target, got, self.compressed = self._next_block()
         unread = self.end - self.start
         if unread <= LINE_ROOM:
             target[LINE_ROOM - unread:LINE_ROOM] = self.buffer[self.start:self.end]
             text, start = target, LINE_ROOM - unread
         else:  # a line longer than the room before a block: a buffer of its own, holding the line and the block
             text, start = self.buffer[self.start:self.end] + target[LINE_ROOM:LINE_ROOM + got], 0
-            BUFFERS.give(target)
+            self._give(target)
         self.retired.append(self.buffer)
         self.buffer = text
         self.start, self.end = start, start + unread + got
         if not got:
             self.at_end = True
-        elif self.pool:
-            free = BUFFERS.take()
-            self.ahead = (free, self.pool.submit(self._decompress, free))
         return bool(got)
+
+    def forget_text(self) -> bytes:
+        """The text read and not handed out (from the start of a line); the reader keeps none of its text, nor
+        this process its buffers: only its stream is read on, by decompress_into (the head start's handover,
+        transforms/handoff.py, whose process holds no more than that)."""
+        unread = self.buffer[self.start:self.end]  # a copy
+        self.buffer, self.retired, self.handed, self.start, self.end = b"", [], None, 0, 0
+        BUFFERS.drop()
+        return unread
 
     def _cut(self, end: int | None) -> int:
         """The unread bytes up to the end of the last whole line that starts before decompressed offset END
@@ -298,7 +317,7 @@ class LineReader:
             # The piece before this one stays valid; those before it are over.
             for buffer in self.retired:
                 if buffer is not self.handed:
-                    BUFFERS.give(buffer)
+                    self._give(buffer)
             self.retired = [b for b in self.retired if b is self.handed]
             self.handed = self.buffer
             yield piece
@@ -311,12 +330,15 @@ class LineReader:
             if not future.cancel():
                 future.exception()  # waits for it; the error of a block no one reads is no one's
             BUFFERS.give(buffer)
-        with self.raw, contextlib.closing(self.data):
-            pass
+        self._close_source()
         for buffer in (self.buffer, *self.retired):
             if buffer is not None:
-                BUFFERS.give(buffer)
+                self._give(buffer)
         self.buffer, self.retired = None, []
+
+    def _close_source(self) -> None:
+        with self.raw, contextlib.closing(self.data):
+            pass
 
 
 class InThisThread(concurrent.futures.Executor):

@@ -20,6 +20,7 @@ from apache_beam.transforms import trigger, window
 
 from ngramflow.transforms import head_start
 from ngramflow.transforms import table_coder  # noqa: F401  (tables' coder, used below)
+from ngramflow.transforms.handoff import HandoffLost
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.lines import (BUFFERS, CORRUPT_ERRORS, InputFileError, LineReader, ReadSettings,
                                         collapsed_pieces, read_problem, verify_readable)
@@ -219,21 +220,23 @@ class ReadNgramFile(beam.DoFn):
 
     def _taken(self, path, size, taken, stats):
         """The head start's pieces of a whole file, each with the compressed bytes read by its end, then the
-        pieces of the rest of the file, read here from where the head start stopped."""
-        stats["format"], pieces, resume = taken
+        pieces of the rest of the file, from where the head start stopped: its text handed over by the head start
+        (transforms/handoff.py), or, if the head start is gone before its end, read here."""
+        stats["format"], pieces, resume, rest = taken
         yield from pieces
         if resume is not None:
-            yield from self._pieces(path, size, 0, 1, stats, resume)
+            yield from self._pieces(path, size, 0, 1, stats, resume, rest)
 
-    def _pieces(self, path, size, index, slices, stats, resume: int | None = None):
+    def _pieces(self, path, size, index, slices, stats, resume: int | None = None, rest: LineReader | None = None):
         """The pieces of a file's slice, read here, each with the compressed bytes of the slice read by then; or,
-        from decompressed offset RESUME, those of the rest of a whole file (the head start read up to it)."""
+        from decompressed offset RESUME, those of the rest of a whole file (the head start read up to it), from
+        REST if the head start hands that text over."""
         settings = self.settings
         slice_bytes = settings.slice_bytes or 0
         start, end = index * slice_bytes, None if index == slices - 1 else (index + 1) * slice_bytes
         start = start if resume is None else resume
-        reader = _OPEN_READERS.take(path, start) or LineReader(path, settings.format)
-        kept = False
+        reader = rest or _OPEN_READERS.take(path, start) or LineReader(path, settings.format)
+        kept, lost, taken_to = False, False, start
         try:
             stats["format"] = reader.format
             if reader.format == "empty":
@@ -244,13 +247,18 @@ class ReadNgramFile(beam.DoFn):
             started, share = (reader.compressed if resume is None else 0), _share(size, index, slices)
             with contextlib.closing(collapsed_pieces(reader, end, settings)) as pieces:
                 for piece in pieces:
+                    taken_to = reader.offset  # the end of the piece (the reader has cut the next one)
                     yield *piece, min(reader.compressed - started, share)
             if end is not None:
                 _OPEN_READERS.keep(path, end, reader)
                 kept = True
+        except HandoffLost:  # the head start ended while handing its text over
+            lost = True
         finally:
             if not kept:
                 reader.close()
+        if lost:  # the rest read here, from the end of the last piece taken
+            yield from self._pieces(path, size, 0, 1, stats, taken_to)
 
 
 def _share(size: int, index: int, slices: int) -> int:
