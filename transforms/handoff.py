@@ -21,20 +21,18 @@ import mmap
 import os
 import struct
 
-from ngramflow.transforms.lines import AHEAD, CORRUPT_ERRORS, LINE_ROOM, LineReader
+from ngramflow.transforms.lines import AHEAD, BUFFERS, CORRUPT_ERRORS, LINE_ROOM, LineReader
 
-#: Decompressed bytes of a block handed over, at most: a quarter of a reader's own (sizing.CHUNK_BYTES). The
-#: buffers are mapped by both processes, and the head start's lives on through the read stage; pieces of 2 MiB
-#: cost the parse no more than pieces of 8 (one core, 800 MB of a 2012 file's text, 3 runs each: 1.99-2.40 s
-#: and 2.03-2.32 s).
-BLOCK = 2 << 20
-#: Buffers between the head start and the stage: the stage holds up to three (the piece being collapsed, the
-#: one before it, the block it cuts), the head start fills the others ahead of it: 10 MiB, as a reader's own
-#: reading decompresses a block of 8 ahead.
-SLOTS = 8
-#: A buffer's bytes: the room for the part of a line before a block, a block, and as much room again for the
-#: first block, the text the head start read and did not hand out, when a line longer than the room ends it.
-SIZE = LINE_ROOM + BLOCK + LINE_ROOM
+#: Buffers between the head start and the stage, of a reader's blocks (sizing.CHUNK_BYTES): the stage holds one
+#: or two (the block it cuts pieces from, and the one of the piece being collapsed), the head start fills the
+#: others ahead of it, as a reader's own reading decompresses a block ahead. (Blocks of 2 MiB in 8 buffers held
+#: less memory, but put 4 times the pieces, each a sorted run table, into the spill's buffer, whose sort then
+#: cost more CPU than the text decompressed again had: one file of 417 MB, 12 rounds, +0.2 CPU s.)
+SLOTS = 3
+#: A buffer's bytes: a reader's buffer (the room for the part of a line before a block, and a block), and as
+#: much room again for the first block, the text the head start read and did not hand out, which a line longer
+#: than the room may end.
+SIZE = BUFFERS.SIZE + LINE_ROOM
 _FILLED = struct.Struct("<iqq")  # buffer, bytes (0: the end; -1: an error, its message's bytes in the third)
 _FREE = struct.Struct("<i")  # buffer
 
@@ -98,11 +96,9 @@ class SharedText:
         def filled(index: int, size: int, compressed: int, message: bytes = b"") -> None:
             _write_all(self.filled[1], _FILLED.pack(index, size, compressed) + message)
 
-        # The text read and not handed out, as one block if it fits: where the reader's blocks are no larger than
-        # BLOCK, the blocks after it then begin where a reader of the whole file begins them, and so do the
-        # pieces cut from them (as the tests compare them).
+        # The text read and not handed out, as one block if it fits: the blocks after it then begin where a reader
+        # of the whole file begins them, and so do the pieces cut from them.
         unread = reader.forget_text()
-        reader.block = min(reader.block, BLOCK)
         first = len(unread) if len(unread) <= SIZE - LINE_ROOM else reader.block
         for at in range(0, len(unread), first):
             index, size = next_free(), min(first, len(unread) - at)
