@@ -151,7 +151,7 @@ BUFFERS = _Buffers()
 #: time, on one core). Threads are made as readers need them; more work than threads waits (slower, never
 #: stuck: no task waits for another).
 AHEAD = concurrent.futures.ThreadPoolExecutor(max_workers=max(8, 2 * (os.cpu_count() or 1)),
-                                               thread_name_prefix="read-ahead")
+                                              thread_name_prefix="read-ahead")
 
 
 class LineReader:
