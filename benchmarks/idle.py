@@ -9,11 +9,12 @@ run it on a quiet machine. Prints the wall time, the CPU seconds the machine was
 (cores x wall - busy), and the cores busy in each interval (1.0: one core). Exits with the command's code.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 import time
+
+from benchmarks.measure import command_to_sample
 
 
 def machine_busy_seconds() -> float:
@@ -39,14 +40,8 @@ def sample(command: list[str], interval: float) -> tuple[float, float, list[tupl
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no command to run")
-    wall, busy, samples, code = sample(command, args.interval)
+    command, interval = command_to_sample(__doc__, argv)
+    wall, busy, samples, code = sample(command, interval)
     cores = os.cpu_count() or 1
     print(f"wall {wall:.2f} s, busy {busy:.2f} CPU s, idle {cores * wall - busy:.2f} CPU s of {cores} cores")
     print(" ".join(f"{t:.1f}:{cores_busy:.1f}" for t, cores_busy in samples))

@@ -1,5 +1,6 @@
 """Run a command and measure its wall time, CPU time and the peak RSS of its whole process tree."""
 
+import argparse
 import os
 import resource
 import subprocess
@@ -92,3 +93,16 @@ def timed_calls(function, seconds: list[float]):
             seconds.append(time.perf_counter() - started)
 
     return timed
+
+
+def command_to_sample(doc: str, argv=None) -> tuple[list[str], float]:
+    """(the command after --, the seconds between samples) of the command line of a benchmark that samples a
+    command as it runs (benchmarks/idle.py, memory.py), whose help is DOC."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command to run")
+    return command, args.interval

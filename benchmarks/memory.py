@@ -11,12 +11,11 @@ Reads /proc/PID/smaps_rollup, which walks each process's page tables: heavier th
 not for timed runs. Prints one line; exits with the command's code.
 """
 
-import argparse
 import subprocess
 import sys
 import time
 
-from benchmarks.measure import _children
+from benchmarks.measure import _children, command_to_sample
 
 
 def _rollup(pid: int) -> dict[str, int]:
@@ -44,16 +43,12 @@ def tree_memory(root: int) -> tuple[int, int, int]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command, interval = command_to_sample(__doc__, argv)
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     peak = (0, 0, 0)
     while proc.poll() is None:
         peak = tuple(map(max, peak, tree_memory(proc.pid)))
-        time.sleep(args.interval)
+        time.sleep(interval)
     rss, pss, largest = (value / 2**20 for value in peak)
     print(f"peak: summed RSS {rss:.0f} MiB, summed PSS {pss:.0f} MiB, largest process RSS {largest:.0f} MiB")
     return proc.returncode
