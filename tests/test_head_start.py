@@ -186,6 +186,21 @@ def test_the_head_start_stops_at_its_limit_and_the_stage_reads_on(tmp_path, smal
             time.sleep(0.01)
 
 
+def test_a_readers_buffers_are_not_written_by_a_process_forked_later():
+    """A head start forked after this process has read files (a test's, the Python API's) reads into buffers of
+    its own: the buffers this process's readers reuse are private to it (shared, the head start's reading wrote
+    into the text the stage was parsing)."""
+    buffer = reading.BUFFERS.take()
+    buffer[:4] = b"mine"
+    pid = os.fork()
+    if pid == 0:
+        buffer[:4] = b"fork"
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert buffer[:4] == b"mine"
+    reading.BUFFERS.give(buffer)
+
+
 def _stopped_in_first_piece(path: str, settings: ReadSettings, head) -> tuple:
     """The head start's take of PATH, once it stopped in it (its limit set to a byte: after one piece)."""
     while not os.path.exists(os.path.join(head.folder, "0.pieces")):

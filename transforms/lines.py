@@ -126,7 +126,10 @@ class _Buffers:
                 return self.kept.pop()
         # Anonymous memory, whose pages the kernel zeroes as the decompression first writes them, on its thread;
         # a bytearray was zeroed whole here, under Python's lock (its most held outside imports, py-spy --gil).
-        return mmap.mmap(-1, self.SIZE)
+        # Private: a process forked later (a head start) reads into copies of its own, not into the text of this
+        # process's readers (shared, the default, a head start begun after an earlier reading wrote into the
+        # same pages as the stage: transforms/handoff.py shares its buffers on purpose).
+        return mmap.mmap(-1, self.SIZE, flags=mmap.MAP_PRIVATE)
 
     def give(self, buffer: mmap.mmap | bytes) -> None:
         """BUFFER back, unless it grew for a long line; its old contents are never read again (a reader hands
