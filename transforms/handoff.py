@@ -2,18 +2,19 @@
 
 A head start (transforms/head_start.py) stops within a file at its limit of compressed input, or when the stage
 asks for a file too large for what is left of that limit. The stage read on from where it stopped, and first
-decompressed the text before it again: on one large file, a quarter of a second of one core while the other
-idled (BENCHMARKS.md). Instead the head start hands the rest of the text over: it goes on decompressing the file
-a block at a time, into buffers mapped before its fork and so shared with the import's process, and the stage
-parses them as it parses its own blocks (HandedOverReader, a LineReader whose blocks come from there). Each byte
-is decompressed once, on the head start's core, while the stage's threads parse.
+decompressed the text before it again: on one large file, 0.3 s of one core while the other idled
+(BENCHMARKS.md). Instead the head start hands the rest of the text over: it goes on decompressing the file a
+block at a time, into buffers mapped before its fork and shared with the import's process (a reader's own are
+private to its process), and the stage parses them as it parses its own blocks (HandedOverReader, a LineReader
+whose blocks come from there). Each byte is decompressed once, on the head start's core, while the stage's
+threads parse.
 
-Stream contract: SLOTS buffers, all the head start's to fill at first. It decompresses a
-block into a free one (after its LINE_ROOM) and says so on one pipe: (buffer, bytes, compressed bytes read by
-the block's end); 0 bytes is the text's end, -1 an error of the file's (corrupt gzip), whose message follows.
-The stage gives a buffer back on the other pipe once no piece it handed out is a view of it. A pipe that ends
-before the text does means the head start is gone (killed): HandoffLost, and the stage reads the rest itself
-from the end of the last piece it took (transforms/read.py), as it would without a head start.
+Stream contract: SLOTS buffers, all the head start's to fill at first. It decompresses a block into a free one
+(after its LINE_ROOM) and says so on one pipe: (buffer, bytes, compressed bytes read by the block's end); 0 bytes
+is the text's end, -1 an error of the file's (a corrupt gzip), whose message follows. The stage gives a buffer
+back on the other pipe once no piece it handed out is a view of it. A pipe that ends before the text does means
+the head start is gone (killed): HandoffLost, and the stage reads the rest itself from the end of the last piece
+it took (transforms/read.py), as it would without a head start.
 """
 
 import contextlib
