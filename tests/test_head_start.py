@@ -237,6 +237,25 @@ def test_the_rest_of_a_file_is_decompressed_once_by_the_head_start(tmp_path, sma
     assert read == _read_whole(path, settings) and len(read) > 50
 
 
+def test_a_head_start_that_stops_after_the_last_piece_hands_over_the_texts_end(tmp_path, monkeypatch):
+    """A file of one piece (a block of 8 MiB) stops the head start at its limit after that piece, at the text's
+    end: what it hands over is the end, and the stage decompresses nothing again."""
+    path = _gz(tmp_path / "a.gz", _text(14, 2000))
+    monkeypatch.setattr(head_start, "HEAD_START_BYTES", 1)
+    settings = ReadSettings()
+    decompressed = []
+    with head_start.reading([path], settings) as head:
+        taken = _stopped_in_first_piece(path, settings, head)
+        assert len(taken[1]) == 1 and taken[2] is not None
+        stage, stats = ReadNgramFile(settings), {}
+        stage.setup()
+        with monkeypatch.context() as patched:
+            patched.setattr(LineReader, "decompress_into", lambda reader, buffer: decompressed.append(1) or (0, 0))
+            read = _pieces(stage._taken(path, os.path.getsize(path), taken, stats))
+    assert decompressed == []
+    assert read == _read_whole(path, settings)
+
+
 def test_a_head_start_killed_while_handing_over_leaves_the_rest_to_the_stage(tmp_path, small_chunks, monkeypatch):
     """The stage reads on itself from the end of the last piece it took, as it would without a head start."""
     path = _gz(tmp_path / "a.gz", _text(12, 60_000))

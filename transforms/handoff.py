@@ -98,10 +98,12 @@ class SharedText:
             _write_all(self.filled[1], _FILLED.pack(index, size, compressed) + message)
 
         # The text read and not handed out, as one block if it fits: the blocks after it then begin where a reader
-        # of the whole file begins them, and so do the pieces cut from them.
+        # of the whole file begins them, and so do the pieces cut from them. There is none when the head start
+        # stopped after the file's last piece (range's step of 0 failed the head start, and the stage read the
+        # whole file again): only the text's end is handed over.
         unread = reader.forget_text()
         first = len(unread) if len(unread) <= SIZE - LINE_ROOM else reader.block
-        for at in range(0, len(unread), first):
+        for at in range(0, len(unread), max(first, 1)):
             index, size = next_free(), min(first, len(unread) - at)
             self.buffers[index][LINE_ROOM:LINE_ROOM + size] = memoryview(unread)[at:at + size]
             filled(index, size, reader.compressed)
