@@ -4,13 +4,21 @@ pair sees the same moment of a shared machine (BENCHMARKS.md, issue 16's sixth r
     python -m benchmarks.alternate CORPUS_DIR... --trees BEFORE AFTER [--rounds 3]
 
 A tree is a checkout set up with `make setup` (its .venv runs its own code). Each round runs, per corpus
-folder: isal over its .gz files, then each tree's `ngramflow import` of the folder with its defaults. Prints
-one line per command and, per folder, the medians and each median's ratio to isal's.
+folder: isal over its .gz files, then each tree's `ngramflow import` of the folder with its defaults, the trees
+in turn first (the second round runs them in the reverse order): what a run leaves the machine (its page cache,
+its writes still going to disk) is not left to one tree. Each tree writes into a folder of its own, emptied
+before its run and outside its measure: deleting the dataset of the run before, as --overwrite would, is not an
+import's work (a dataset of 101 MB written out to disk: 0.06 s). Prints one line per command; per folder, the
+medians and each median's ratio to isal's, and for each tree after the first the mean of its differences from
+the first tree's run of the same round, wall and CPU, with the rounds in which it was faster. (The trees'
+kernels, built by each setup, differ in their bytes when their sources do not: copy one's built
+transforms/_kernel*.so into the other when the change is not the kernel's.)
 """
 
 import argparse
 import glob
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,27 +40,42 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="ngramflow-alternate-") as scratch:
         for corpus in args.corpora:
             files = sorted(glob.glob(os.path.join(corpus, "**", "*.gz"), recursive=True))
-            walls = {}
-            for _ in range(args.rounds):
+            walls, measured = {}, {tree: [] for tree in args.trees}
+            for round_ in range(args.rounds):
                 m = run([sys.executable, "-m", "benchmarks.peers", "isal", "-", *files])
                 walls.setdefault("isal", []).append(m.wall_seconds)
                 print(_line(f"{os.path.basename(corpus)} isal", m), flush=True)
-                for tree in args.trees:
-                    python = os.path.join(tree, ".venv", "bin", "python")
-                    out = os.path.join(scratch, "out")
-                    # In the tree: `python -m` puts the working folder first on the import path, so from
-                    # another checkout its ngramflow/ package would be the one imported.
-                    m = run([python, "-m", "ngramflow.cli", "import", os.path.abspath(corpus), "--output", out,
-                             "--overwrite", "--quiet"], cwd=tree)
-                    if m.returncode:
-                        raise SystemExit(f"{tree} failed on {corpus}:\n{m.output[-2000:]}")
-                    walls.setdefault(tree, []).append(m.wall_seconds)
+                for tree in args.trees if round_ % 2 == 0 else args.trees[::-1]:
+                    m = _import(tree, corpus, os.path.join(scratch, f"out-{args.trees.index(tree)}"))
+                    measured[tree].append(m)
                     print(_line(f"{os.path.basename(corpus)} {tree}", m), flush=True)
+            walls.update({tree: [m.wall_seconds for m in ms] for tree, ms in measured.items()})
             isal = statistics.median(walls["isal"])
             for label, seconds in walls.items():
                 median = statistics.median(seconds)
                 print(f"  median {label}: {median:.2f} s, {median / isal:.2f}x isal")
+            first, *others = args.trees
+            for tree in others:
+                pairs = list(zip(measured[first], measured[tree]))
+                wall = statistics.mean(b.wall_seconds - a.wall_seconds for a, b in pairs)
+                cpu = statistics.mean(b.cpu_seconds - a.cpu_seconds for a, b in pairs)
+                faster = sum(b.wall_seconds < a.wall_seconds for a, b in pairs)
+                print(f"  {tree} - {first}, mean of {len(pairs)} rounds: wall {wall:+.3f} s (faster in {faster}), "
+                      f"CPU {cpu:+.3f} s")
     return 0
+
+
+def _import(tree: str, corpus: str, out: str):
+    """TREE's import of CORPUS into OUT, emptied first (unmeasured), measured."""
+    shutil.rmtree(out, ignore_errors=True)
+    python = os.path.join(tree, ".venv", "bin", "python")
+    # In the tree: `python -m` puts the working folder first on the import path, so from another checkout its
+    # ngramflow/ package would be the one imported.
+    m = run([python, "-m", "ngramflow.cli", "import", os.path.abspath(corpus), "--output", out, "--quiet"],
+            cwd=tree)
+    if m.returncode:
+        raise SystemExit(f"{tree} failed on {corpus}:\n{m.output[-2000:]}")
+    return m
 
 
 if __name__ == "__main__":
