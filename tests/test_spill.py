@@ -234,17 +234,27 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
                        "match_count": counts, "volume_count": counts // 2 + 1})
     monkeypatch.setenv(PART_TOKENS_VARIABLE, "700")
     budget = 8 << 10
-    # The tokens as a worker gives them, a piece of a range's merge at a time (a table of each order): each
-    # table's less those it gave lately (most, here: 3,000 words), in runs small enough to be many; the unigram
-    # rows ranked as they come.
+    # The tokens as a worker gives them, a piece of a range's merge at a time (a table of each order, its
+    # unigrams written to an n-gram file of their own): each table's less those it gave lately (most, here:
+    # 3,000 words), in runs small enough to be many; the unigram rows ranked as they come. Two pieces hold
+    # unigrams alone: the first, before any longer n-gram, is named (its file read by the merge pass), the
+    # other written to a unigram run.
     tokens = vocabulary.TokenRuns(str(tmp_path), budget // 4)
     pieces = [ngrams.slice(start, 500) for start in range(0, ngrams.num_rows, 500)]
-    runs = [run for piece in pieces for run in tokens.add(
-        [piece.filter(pc.equal(piece["order"], order)) for order in (1, 2, 3)])]
+    for alone in (0, 3):
+        pieces[alone] = pieces[alone].filter(pc.equal(pieces[alone]["order"], 1))
+    runs = []
+    for index, piece in enumerate(pieces):
+        tables = [piece.filter(pc.equal(piece["order"], order)) for order in (1, 2, 3)]
+        unigrams = str(tmp_path / f"unigrams-{index}.parquet")
+        pq.write_table(tables[0], unigrams)
+        runs += tokens.add(tables, unigrams)
     runs += tokens.flush()
     assert sum(run.kind == "tokens" for run in runs) > MERGE_FANIN, "a merge pass of token runs"
     assert sum(run.kind == "ranked" for run in runs) > 1
-    ranges = vocabulary_sort.plan_token_ranges(runs, 1500, workers=2)
+    assert [run.path for run in runs if run.kind == "unigram-file"] == [str(tmp_path / "unigrams-0.parquet")]
+    assert any(run.kind == "unigrams" for run in runs)
+    ranges = vocabulary_sort.plan_token_ranges(runs, 1500, 2, str(tmp_path), budget)
     assert len(ranges) > 1, "several token ranges"
     ranked = [vocabulary_sort.ranked_while_read(runs, str(tmp_path), budget),
               *(vocabulary_sort.rank_token_range(planned, str(tmp_path), budget) for planned in ranges)]
@@ -262,7 +272,8 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
         assert name == f"part-{next_id:012d}.parquet" and ids == list(range(next_id, next_id + len(ids))) and len(ids) <= 700
         next_id += len(ids)
     with TestPipeline() as p:
-        rows = (p | beam.Create([(0, ngrams.slice(0, 4000)), (1, ngrams.slice(4000))])
+        given = pa.concat_tables(pieces)
+        rows = (p | beam.Create([(0, given.slice(0, 4000)), (1, given.slice(4000))])
                 | vocabulary.BuildVocabulary(shards=3)
                 | beam.FlatMapTuple(lambda _name, t: [tuple(r.values()) for r in t.to_pylist()]))
         assert_that(rows, equal_to(written))

@@ -113,31 +113,36 @@ def test_reserved_tokens_are_split_from_sorted_tokens_wherever_they_lie():
 
 def test_token_runs_rank_unigram_rows_as_they_come_and_cache_only_longer_ngrams_tokens(tmp_path):
     """Every unigram row is ranked as it comes (a buffer in token order, in id order once spilled), the
-    reserved tokens apart; a table of unigrams alone is also written to its own run as it comes (no buffer, no
-    cache): a worker of 1-grams alone makes no cache of tokens. The first table of longer n-grams makes the
-    cache, out of the budget of both buffers; every token of longer n-grams reaches the token runs, a unigram's
-    of the same table with its counts."""
+    reserved tokens apart; of a table of unigrams alone before any longer n-gram only the n-gram file it is
+    written to is named, with its first and last n-gram and rows: a worker of 1-grams alone makes no cache of
+    tokens and writes no run of them. The first table of longer n-grams makes the cache, out of the budget of
+    both buffers; every token of longer n-grams reaches the token runs, a unigram's of the same table with its
+    counts; and a table of unigrams alone after it is written to its own run as it comes."""
     budget = 1 << 20
     tokens = vocabulary.TokenRuns(str(tmp_path), budget)
-    tokens.add([_ngrams(("a", 3), ("b", 7))])
-    tokens.add([_ngrams(("_START_", 2), ("c", 5))])
+    unigrams = str(tmp_path / "order=1" / "piece-0.parquet")
+    assert tokens.add([_ngrams(("a", 3), ("b", 7))], unigrams) == []
+    assert tokens.add([_ngrams(("_START_", 2), ("c", 5))], unigrams) == []
     assert tokens.recent is None and tokens.spiller.buffer == [] and tokens.spiller.budget == budget
     assert tokens.ranked.budget == budget // 2
-    tokens.add([_ngrams(("a c", 1), ("b d", 1))])
+    tokens.add([_ngrams(("a c", 1), ("b d", 1))], "no unigrams here")
     assert tokens.recent is not None and tokens.spiller.budget == 2 * tokens.ranked.budget == budget // 2
-    tokens.add([_ngrams(("c d", 1), ("d e", 1))])
+    tokens.add([_ngrams(("c d", 1), ("d e", 1))], "no unigrams here")
     assert tokens.spiller.buffer[-1]["token"].to_pylist() == ["e"]  # "c" and "d" given by the table before
-    tokens.add([_ngrams(("f", 4)), _ngrams(("f g", 1))])  # a range's merge of several orders
+    tokens.add([_ngrams(("f", 4)), _ngrams(("f g", 1))], "not alone")  # a range's merge of several orders
+    tokens.add([_ngrams(("h", 6), ("i", 1))], "written")
     runs = tokens.flush()
-    assert [run.kind for run in runs] == ["ranked", "tokens", "unigrams", "reserved"]
-    ranked, *rest = (pa.ipc.open_file(run.path).read_all() for run in runs)
+    assert [run.kind for run in runs] == ["ranked", "tokens", "unigrams", "unigram-file", "reserved"]
+    assert (runs[3].path, runs[3].rows, runs[3].batches) == (unigrams, 4, (("a", "c", 4),))
+    ranked, token_rows, unigram_rows, _, reserved = runs
     rows = [[(r["token"], r["match_count"]) for r in table.to_pylist()]
-            for table in [vocabulary.tokens_by_rank(ranked), *rest]]
-    assert rows == [[("b", 7), ("c", 5), ("f", 4), ("a", 3)],
+            for table in [vocabulary.tokens_by_rank(pa.ipc.open_file(ranked.path).read_all()),
+                          *(pa.ipc.open_file(run.path).read_all() for run in (token_rows, unigram_rows, reserved))]]
+    assert rows == [[("b", 7), ("h", 6), ("c", 5), ("f", 4), ("a", 3), ("i", 1)],
                     [("a", None), ("b", None), ("c", None), ("d", None), ("e", None), ("f", 4), ("g", None)],
-                    [("a", 3), ("b", 7), ("c", 5)],
+                    [("h", 6), ("i", 1)],
                     [("_START_", 2)]]
-    assert runs[2].batches == (("a", "b", 2), ("c", "c", 1))  # one batch a table, one file
+    assert tokens.flush() == [], "each record given once"
 
 
 def test_unigram_rows_out_of_token_order_are_ranked_apart_then_merged(tmp_path):
@@ -145,8 +150,8 @@ def test_unigram_rows_out_of_token_order_are_ranked_apart_then_merged(tmp_path):
     not follow the one before ends the sequence, whose ranked rows wait in the buffer, and the buffer's
     sequences are merged into one ranked run file when it spills."""
     tokens = vocabulary.TokenRuns(str(tmp_path), 1 << 20)
-    assert tokens.add([_ngrams(("m", 1), ("n", 2))]) == []
-    assert [run.kind for run in tokens.add([_ngrams(("a", 2), ("b", 1))])] == ["unigrams"]  # a file from "a"
+    assert tokens.add([_ngrams(("m", 1), ("n", 2))], "file m") == []
+    assert tokens.add([_ngrams(("a", 2), ("b", 1))], "file a") == []  # a file from "a"
     assert tokens.ranked.buffered and tokens.sequence_bytes  # "m n" ranked, "a b" held
     (ranked,) = [run for run in tokens.flush() if run.kind == "ranked"]
     rows = vocabulary.tokens_by_rank(pa.ipc.open_file(ranked.path).read_all())

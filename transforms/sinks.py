@@ -191,6 +191,10 @@ class StreamedTables:
         self.writing = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet")
         self.queued = collections.deque()
 
+    def path(self, name: str) -> str:
+        """Where file NAME is once the block ends."""
+        return _table_path(self.root, name)
+
     def write(self, name: str, table: pa.Table) -> None:
         pending = self.pending.setdefault(name, [])
         pending.append(table.cast(self.schema))

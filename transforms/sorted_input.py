@@ -263,7 +263,7 @@ class SortedFile:
                                              "rows": 0, "first": ngrams["ngram"][0].as_py()})
         part["last"] = ngrams["ngram"][-1].as_py()
         part["rows"] += ngrams.num_rows
-        for run in self.tokens.add([ngrams]):
+        for run in self.tokens.add([ngrams], self.files.path(name)):
             yield beam.pvalue.TaggedOutput(TOKEN_RUNS, run)
         self.rows += ngrams.num_rows
         if self.rows >= self.piece_rows:

@@ -147,7 +147,7 @@ def merge_range(planned: Range, min_count: int, folder: str, budget: int, root: 
                 part = parts.setdefault(order, {"order": order, "file": f"{name}.parquet",
                                                 "first": rows["ngram"][0].as_py()})
                 part["last"] = rows["ngram"][-1].as_py()
-            token_runs += tokens.add(tables)
+            token_runs += tokens.add(tables, files.path(part_name(1, index)))
     return list(parts.values()), totals, token_runs
 
 

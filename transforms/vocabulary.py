@@ -42,8 +42,10 @@ TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volum
 _NO_TOKENS = TOKENS.empty_table()
 #: The kinds of TokenRuns' run files: rows of with_rank without the token, in id order (RANKED); TOKENS rows of
 #: the reserved tokens among the unigram rows (RESERVED), of the tokens of tables with longer n-grams (TOKEN_ROWS),
-#: of the tables of unigrams alone (UNIGRAMS), each sorted by token.
-RANKED, RESERVED, TOKEN_ROWS, UNIGRAMS = "ranked", "reserved", "tokens", "unigrams"
+#: of the tables of unigrams alone (UNIGRAMS), each sorted by token; and records of the n-gram files that hold
+#: tables of unigrams alone not written so (UNIGRAM_FILE: the record's path is the file's), whose rows the
+#: vocabulary's merge pass writes as UNIGRAMS runs when it needs them.
+RANKED, RESERVED, TOKEN_ROWS, UNIGRAMS, UNIGRAM_FILE = "ranked", "reserved", "tokens", "unigrams", "unigram-file"
 
 
 def distinct_tokens(ngrams: pa.Table, unigrams: bool = False, recent: native.RecentTokens | None = None) -> pa.Table:
@@ -96,8 +98,14 @@ class TokenRuns:
 
     What the merge pass still needs, and only for tokens of longer n-grams: which of them have a unigram row.
     A table of unigrams alone (a file of 1-grams in the input's order, or a range of 1-grams only) is its own
-    tokens, with their counts, sorted, and no other table of the import holds them: its rows are written as
-    they come ("unigrams", AscendingRuns). A table of several orders (a piece of a range's merge) gives its
+    tokens, with their counts, sorted, and no other table of the import holds them. Once the worker has had a
+    table of longer n-grams, the merge pass will need them: they are written as they come ("unigrams",
+    AscendingRuns). Before that, they may never be needed (an import of 1-grams alone), and only the n-gram
+    file the caller writes them to is named (a UNIGRAM_FILE record), which the merge pass reads only when
+    there are tokens of longer n-grams (vocabulary_sort.unigram_runs): written as they came, those rows were
+    most of what an import of 1-grams alone wrote and never read (the 2020 shards of 80M rows: 241 of 546 MB
+    of token runs), and read back from every file of 1-grams, they cost an import of 1- to 3-grams in the
+    input's order 0.08 s more at the merge pass. A table of several orders (a piece of a range's merge) gives its
     unigrams with the tokens of its longer n-grams ("tokens", distinct_tokens), which often hold them: a token
     is given once. The tokens of longer n-grams repeat from table to table (a table of 177K 2-grams over 65K
     tokens has 61K of them, every table again), so the worker remembers the tokens it gave lately
@@ -116,18 +124,22 @@ class TokenRuns:
         self.spiller = RunSpiller(folder, TOKEN_ROWS, merge_tokens, budget, TOKEN_SPILL_COMPRESSION)
         self.ranked = RunSpiller(folder, RANKED, ranks_in_order, budget // 2, TOKEN_SPILL_COMPRESSION)
         self.unigrams = AscendingRuns(folder, UNIGRAMS, budget, TOKEN_SPILL_COMPRESSION)
+        self.unigram_files = {}  # {path: (first, last, rows)} of the tables of unigrams alone written there
         self.sequence, self.sequence_bytes = [], 0  # unigram tables in token order, not yet ranked
         self.reserved = []
         self.recent = None
 
-    def add(self, tables: list[pa.Table]) -> list[RunFile]:
-        """The tokens of n-gram tables of one order each (NGRAMS rows, in n-gram order) taken in; the run files
-        this filled."""
+    def add(self, tables: list[pa.Table], unigram_file: str) -> list[RunFile]:
+        """The tokens of n-gram tables of one order each (NGRAMS rows, in n-gram order) taken in, the unigram
+        rows among them written to the n-gram file UNIGRAM_FILE (its path); the run files this filled."""
         tables = [table for table in tables if table.num_rows]
         unigrams = [table for table in tables if table["order"][0].as_py() == 1]
         runs = []
+        alone = len(tables) == 1
         for table in unigrams:
-            runs += self._rank(distinct_tokens(table, unigrams=True), alone=len(tables) == 1)
+            if alone and self.recent is None:  # no longer n-gram yet: named, not written
+                self._written_to(unigram_file, table["ngram"])
+            runs += self._rank(distinct_tokens(table, unigrams=True), written=alone and self.recent is not None)
         if len(tables) > len(unigrams):
             if self.recent is None:
                 cache = min(RECENT_TOKENS_BYTES, self.budget // 2)
@@ -140,13 +152,18 @@ class TokenRuns:
             runs += self._spill_ranked() if ranked >= self.spiller.buffered else self.spiller.flush()
         return runs
 
-    def _rank(self, tokens: pa.Table, alone: bool) -> list[RunFile]:
+    def _written_to(self, path: str, unigrams: pa.ChunkedArray) -> None:
+        """A table of unigrams alone, of these n-grams (sorted), is in the n-gram file PATH."""
+        first, last, rows = self.unigram_files.get(path, (unigrams[0].as_py(), None, 0))
+        self.unigram_files[path] = (first, unigrams[-1].as_py(), rows + len(unigrams))
+
+    def _rank(self, tokens: pa.Table, written: bool) -> list[RunFile]:
         """Unigram rows as TOKENS (sorted, distinct) into the sequence, which is ranked first when they do not
-        follow it, and written whole (ALONE: a table of unigrams alone)."""
+        follow it, and WRITTEN whole to the unigram runs."""
         found, others = split_reserved(tokens)
         if found.num_rows:
             self.reserved.append(found)
-        runs = self.unigrams.add(others) if alone else []
+        runs = self.unigrams.add(others) if written else []
         if not others.num_rows:
             return runs
         if self.sequence and not others["token"][0].as_py() > self.sequence[-1]["token"][-1].as_py():
@@ -166,8 +183,11 @@ class TokenRuns:
         return self._end_sequence() + self.ranked.flush()
 
     def flush(self) -> list[RunFile]:
-        """The run files of the tokens still held."""
+        """The run files of the tokens still held, and the records of the n-gram files of unigrams alone."""
         runs = self._spill_ranked() + self.spiller.flush() + self.unigrams.flush()
+        runs += [RunFile(path, rows, ((first, last, rows),), UNIGRAM_FILE)
+                 for path, (first, last, rows) in self.unigram_files.items()]
+        self.unigram_files = {}
         reserved = merge_tokens(pa.concat_tables([_NO_TOKENS, *self.reserved]))
         reserved = write_run_file(self.folder, RESERVED, [reserved], self.budget, TOKEN_SPILL_COMPRESSION)
         self.reserved = []

@@ -6,12 +6,13 @@ tokens without one, by token bytes. The read stage ranks every unigram row as it
 "ranked" run files, sorted by a key whose byte order is the id order and which holds the token's bytes);
 what is left is to find the tokens of longer n-grams that have none, and to number them all:
 
-    token run files -> token ranges          consecutive ranges of tokens, about RANGE_ROWS
-    (only when longer                        run rows each, as spill.plan_ranges cuts n-grams
-    n-grams gave some)
+    token run files -> token ranges          the n-gram files of unigrams alone written as
+    (only when longer                        run files of their rows, in parallel; then
+    n-grams gave some)                       consecutive ranges of tokens, about RANGE_ROWS
+                                             run rows each, as spill.plan_ranges cuts n-grams
                     -> one row per token     per range, in parallel: a k-way merge of the
                                              range's rows of the token run files (of longer
-                                             n-grams, and of the tables of unigrams alone)
+                                             n-grams, and of the unigrams alone)
                     -> runs in id order      the tokens without a count, keyed by their place
                                              in the id order: in token order already
                     -> id ranges             consecutive ranges of the id order over these and
@@ -35,24 +36,48 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
-from ngramflow.transforms.runfiles import AscendingRuns, RunFile, merged, rows_before
+from ngramflow.transforms.runfiles import AscendingRuns, RunFile, file_system, merged, rows_before, write_run_file
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
-from ngramflow.transforms.vocabulary import (RANKED, RESERVED, TOKEN_ROWS, TOKENS, UNIGRAMS, merge_tokens,
-                                             ranks_in_order, reserved_rows, split_reserved, tokens_by_rank, with_rank)
+from ngramflow.transforms.vocabulary import (RANKED, RESERVED, TOKEN_ROWS, TOKENS, UNIGRAM_FILE, UNIGRAMS,
+                                             merge_tokens, ranks_in_order, reserved_rows, split_reserved,
+                                             tokens_by_rank, with_rank)
 
 
-def plan_token_ranges(runs: list[RunFile], range_rows: int, workers: int) -> list[Range]:
+def plan_token_ranges(runs: list[RunFile], range_rows: int, workers: int, folder: str, budget: int,
+                      each=map) -> list[Range]:
     """The token ranges of the merge pass over the token run files: none when no table of longer n-grams gave
-    tokens (every token has its unigram row, ranked as it was read)."""
+    tokens (every token has its unigram row, ranked as it was read). Else the n-gram files of unigrams alone
+    are written as run files first (unigram_runs, by EACH, a map)."""
     if not any(run.kind == TOKEN_ROWS for run in runs):
         return []
+    runs = [run for run in runs if run.kind in (TOKEN_ROWS, UNIGRAMS)] + unigram_runs(runs, folder, budget, each)
     # A token range per worker at least: 2.1M tokens, just under RANGE_ROWS, were ranked on one core (0.54 s).
-    return plan_ranges([run for run in runs if run.kind in (TOKEN_ROWS, UNIGRAMS)], range_rows, workers,
-                       at_least=workers)
+    return plan_ranges(runs, range_rows, workers, at_least=workers)
+
+
+def unigram_runs(runs: list[RunFile], folder: str, budget: int, each=map) -> list[RunFile]:
+    """The n-gram files that the UNIGRAM_FILE records among RUNS name -> run files of their rows as TOKENS
+    (UNIGRAMS), within BUDGET each: by EACH, a map over the files. A file may hold unigram rows that tokens of
+    longer n-grams gave too: merge_tokens keeps a token's one counted row, however often it is given."""
+    files = sorted({run.path for run in runs if run.kind == UNIGRAM_FILE})
+    written = each(lambda path: write_run_file(folder, UNIGRAMS, _unigram_rows(path), budget,
+                                                TOKEN_SPILL_COMPRESSION), files)
+    return [run for run in written if run is not None]
+
+
+def _unigram_rows(path: str):
+    """The rows of the n-gram file PATH (sorted, of one order) as TOKENS tables, a row group at a time."""
+    fs, inner = file_system(path)
+    with fs.open_input_file(inner) as fh:
+        ngrams = pq.ParquetFile(fh)
+        for group in range(ngrams.num_row_groups):
+            rows = ngrams.read_row_group(group, columns=["ngram", "match_count", "volume_count"])
+            yield pa.table(rows.columns, schema=TOKENS)
 
 
 def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
@@ -130,7 +155,8 @@ def number_vocabulary(runs: list[RunFile], folder: str, budget: int, root: str, 
     release_freed_memory()
     with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="vocabulary") as pool:
         ranked = [ranked_while_read(runs, folder, budget), *pool.map(
-            lambda planned: rank_token_range(planned, folder, budget), plan_token_ranges(runs, range_rows, workers))]
+            lambda planned: rank_token_range(planned, folder, budget),
+            plan_token_ranges(runs, range_rows, workers, folder, budget, pool.map))]
         write_reserved(ranked, root)
         return list(pool.map(lambda planned: number_id_range(planned, folder, budget, root, part_tokens()),
                              plan_id_ranges(ranked, part_tokens(), workers)))
@@ -155,7 +181,7 @@ class NumberVocabularyOnDisk(beam.PTransform):
                 number_vocabulary, folder, budget, root, range_rows, workers)
         ranked_ranges = (
             token_runs
-            | "Plan token ranges" >> beam.FlatMap(plan_token_ranges, range_rows, workers)
+            | "Plan token ranges" >> beam.FlatMap(plan_token_ranges, range_rows, workers, folder, budget)
             | "Spread the token ranges over workers" >> beam.Reshuffle()
             | "Put each token range in id order" >> beam.Map(rank_token_range, folder, budget)
         )
