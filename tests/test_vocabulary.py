@@ -47,7 +47,8 @@ def test_ranks_order_tokens_as_the_ids_do():
 
 def test_tokens_ranked_in_pieces_then_merged_come_out_in_id_order():
     """The external sort's two steps: buffers of tokens in token order (chunks, counts with nulls and ties)
-    each put in id order, then those ranked pieces merged back to tokens, with their counts."""
+    each put in id order (a rank, which holds the token and its match count, and the volume count), then those
+    ranked pieces merged back to tokens, with their counts."""
     counts = [None, 7, 2, 7, None, 2, 10**12, 0, 7]
     rows = sorted((f"t{i:02d}-{c}", c, None if c is None else c + 1) for i, c in enumerate(counts * 3))
     table = _tokens(*rows)
@@ -55,7 +56,7 @@ def test_tokens_ranked_in_pieces_then_merged_come_out_in_id_order():
     halves = [pa.Table.from_batches(table.slice(start, 14).to_batches(max_chunksize=5)) for start in (0, 14)]
     ranked = [vocabulary.rank_tokens_in_order(half) for half in halves]
     for half, piece in zip(halves, ranked):
-        assert piece.column_names == ["rank", "match_count", "volume_count"]
+        assert piece.column_names == ["rank", "volume_count"]
         assert piece["rank"].to_pylist() == vocabulary.sort_by_rank(vocabulary.with_rank(half))["rank"].to_pylist()
     merged = vocabulary.tokens_by_rank(pa.concat_tables(ranked))
     assert merged.schema == vocabulary.TOKENS

@@ -84,10 +84,21 @@ def rank_in_order(tokens: pa.ChunkedArray, counts: np.ndarray,
 def take_keys(keys: pa.Array, order: np.ndarray | None, skip: int, kind: pa.DataType) -> pa.Array:
     """The rows of a string or binary array in ORDER (None: as they are), each without its first SKIP bytes, as
     an array of KIND: native/src/order.rs."""
+    return _taken(keys, order, skip, kind, counts=False)[0]
+
+
+def tokens_of_ranks(ranks: pa.Array, order: np.ndarray | None) -> tuple[pa.Array, np.ndarray]:
+    """The tokens of rank keys (rank_keys') in ORDER (None: as they are), and each one's count read back from
+    its key (int64, -1: none): native/src/order.rs."""
+    return _taken(ranks, order, RANK_HEAD, pa.string(), counts=True)
+
+
+def _taken(keys: pa.Array, order: np.ndarray | None, skip: int, kind: pa.DataType, counts: bool):
     if len(keys) == 0:
-        return pa.array([], kind)
-    offsets, data = _kernel.take_keys(*_string_buffers(keys), _int64s(order), skip)
-    return pa.Array.from_buffers(kind, len(offsets) // 4 - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        return pa.array([], kind), np.zeros(0, np.int64)
+    offsets, data, heads = _kernel.take_keys(*_string_buffers(keys), _int64s(order), skip, counts)
+    taken = pa.Array.from_buffers(kind, len(offsets) // 4 - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return taken, None if heads is None else np.frombuffer(heads, np.int64)
 
 
 def rows_below(keys: pa.Array, key: str | bytes, through: bool = False) -> int:

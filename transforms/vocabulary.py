@@ -40,7 +40,8 @@ from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRE
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 _NO_TOKENS = TOKENS.empty_table()
-#: The kinds of TokenRuns' run files: rows of with_rank without the token, in id order (RANKED); TOKENS rows of
+#: The kinds of TokenRuns' run files: with_rank's rank (holding the token and its count) and the volume count,
+#: in id order (RANKED); TOKENS rows of
 #: the reserved tokens among the unigram rows (RESERVED), of the tokens of tables with longer n-grams (TOKEN_ROWS),
 #: of the tables of unigrams alone (UNIGRAMS), each sorted by token; and records of the n-gram files that hold
 #: tables of unigrams alone not written so (UNIGRAM_FILE: the record's path is the file's), whose rows the
@@ -228,14 +229,14 @@ def with_rank(tokens: pa.Table) -> pa.Table:
 
 
 def rank_tokens_in_order(tokens: pa.Table) -> pa.Table:
-    """TOKENS rows sorted by token (chunks ascending one after another) -> their rows of with_rank without the
-    token (the rank holds it), in id order: a stable radix sort of the counts alone (counted first, count
-    descending) keeps the token order within equal counts, which is the rank's tie-break
-    (native.rank_in_order, which writes each rank where the order puts it: the ranks made in token order and
-    then taken in order by Arrow cost 0.55 s of CPU for 9.8M tokens; the counts, taken by NumPy in that order
-    afterwards, 9 ns a token more)."""
-    matches, volumes, ranks = native.rank_in_order(tokens["token"], _counts(tokens), _counts(tokens, "volume_count"))
-    return pa.table([ranks, _with_nulls(matches), _with_nulls(volumes)], names=[_RANK, "match_count", "volume_count"])
+    """TOKENS rows sorted by token (chunks ascending one after another) -> their RANKED rows (with_rank's rank,
+    which holds the token and its count, and the volume count), in id order: a stable radix sort of the counts
+    alone (counted first, count descending) keeps the token order within equal counts, which is the rank's
+    tie-break (native.rank_in_order, which writes each rank where the order puts it: the ranks made in token
+    order and then taken in order by Arrow cost 0.55 s of CPU for 9.8M tokens; the counts, taken by NumPy in
+    that order afterwards, 9 ns a token more)."""
+    _, volumes, ranks = native.rank_in_order(tokens["token"], _counts(tokens), _counts(tokens, "volume_count"))
+    return pa.table([ranks, _with_nulls(volumes)], names=[_RANK, "volume_count"])
 
 
 def sort_by_rank(table: pa.Table) -> pa.Table:
@@ -247,27 +248,33 @@ def sort_by_rank(table: pa.Table) -> pa.Table:
 
 
 def ranks_in_order(table: pa.Table) -> pa.Table:
-    """Rows of with_rank without the token, in pieces each in id order (ranked run files', ranked buffers') ->
-    the same rows in id order: sort_by_rank's merge, the rows gathered natively (native.take_keys), where
-    Arrow concatenated the pieces and then took the rows from the copy."""
-    return _merged_by_rank(table, _RANK, 0, pa.binary())
+    """RANKED rows in pieces each in id order (ranked run files', ranked buffers') -> the same rows in id order:
+    sort_by_rank's merge, the rows gathered natively (native.take_keys), where Arrow concatenated the pieces and
+    then took the rows from the copy."""
+    ranks, order = _merge_order(table)
+    return pa.table([native.take_keys(ranks, order, 0, pa.binary()), _volumes(table, order)],
+                    names=[_RANK, "volume_count"])
 
 
 def tokens_by_rank(table: pa.Table) -> pa.Table:
-    """Rows of with_rank without the token, in pieces each in id order (of ranked run files) -> TOKENS rows in
-    id order: ranks_in_order's merge, each token cut from its rank as it is taken."""
-    return _merged_by_rank(table, "token", _RANK_HEAD, pa.string())
+    """RANKED rows in pieces each in id order (of ranked run files) -> TOKENS rows in id order: ranks_in_order's
+    merge, each token cut from its rank and its count read back from it as it is taken (a ranked run holds
+    no count of its own: 8 of the 38 bytes a token of the 2020 1-grams' ranked runs were the count again)."""
+    ranks, order = _merge_order(table)
+    tokens, matches = native.tokens_of_ranks(ranks, order)
+    return pa.table([tokens, _with_nulls(matches), _volumes(table, order)], names=TOKENS.names)
 
 
-def _merged_by_rank(table: pa.Table, name: str, skip: int, kind: pa.DataType) -> pa.Table:
-    """Rows of with_rank without the token, in pieces each in id order -> in id order: each rank without its
-    first SKIP bytes as column NAME of KIND, and the counts."""
+def _merge_order(table: pa.Table) -> tuple[pa.Array, np.ndarray | None]:
+    """(the ranks of RANKED rows in pieces each in id order, whole; the order that merges them, None: in order)."""
     ranks = columnar.whole(table[_RANK])
-    order, _ = native.merge_order(ranks)
-    counts = (_counts(table, column) for column in ("match_count", "volume_count"))
-    taken = counts if order is None else (values[order] for values in counts)
-    return pa.table([native.take_keys(ranks, order, skip, kind), *map(_with_nulls, taken)],
-                    names=[name, "match_count", "volume_count"])
+    return ranks, native.merge_order(ranks)[0]
+
+
+def _volumes(table: pa.Table, order: np.ndarray | None) -> pa.Array:
+    """The volume counts of RANKED rows, in ORDER (None: as they are)."""
+    volumes = _counts(table, "volume_count")
+    return _with_nulls(volumes if order is None else volumes[order])
 
 
 def first_ids(sizes):

@@ -91,7 +91,8 @@ def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table
                          TOKEN_SPILL_COMPRESSION):
         found, others = split_reserved(tokens)
         seen_reserved.append(found)
-        runs += ranked.add(with_rank(others.filter(pc.is_null(others["match_count"]))).drop_columns(["token"]))
+        runs += ranked.add(with_rank(others.filter(pc.is_null(others["match_count"]))).drop_columns(
+            ["token", "match_count"]))
     return pa.concat_tables(seen_reserved), runs + ranked.flush()
 
 

@@ -748,32 +748,41 @@ fn rank_in_order<'py>(
     )
 }
 
-/// take_keys(offsets, data, order, skip) -> (offsets, bytes)
+/// take_keys(offsets, data, order, skip, counts) -> (offsets, bytes, counts or None)
 ///
 /// The rows of keys laid out as an Arrow string or binary array (OFFSETS: n + 1 int32, into DATA) in ORDER
 /// (int64; None: as they are), each without its first SKIP bytes, as an Arrow array's offsets (int32) and
-/// bytes (order.rs).
+/// bytes; with COUNTS, each row's count (int64, -1: none) read from its rank key's head (order.rs).
 #[pyfunction]
-#[pyo3(signature = (offsets, data, order, skip))]
+#[pyo3(signature = (offsets, data, order, skip, counts))]
 fn take_keys<'py>(
     py: Python<'py>,
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
     order: Option<PyBuffer<i64>>,
     skip: usize,
+    counts: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let order = order.as_ref().map(int64s).transpose()?;
+    let mut heads = counts.then(Vec::new);
     let taken = on_keys(py, &offsets, &data, |keys| {
         let within =
             order.is_none_or(|o| o.iter().all(|&row| 0 <= row && (row as usize) < keys.len()));
-        within.then(|| order::take_keys(keys, order, skip))
+        within.then(|| order::take_keys(keys, order, skip, heads.as_mut()))
     })?;
     let Some(Some((offsets, bytes))) = taken else {
         return Err(PyValueError::new_err(
             "take_keys: rows outside the keys, keys shorter than their head, or keys past 2 GiB",
         ));
     };
-    PyTuple::new(py, [Owned::wrap(py, offsets)?, Owned::wrap(py, bytes)?])
+    let counts = match heads {
+        Some(counts) => Owned::wrap(py, counts)?,
+        None => py.None().into_bound(py),
+    };
+    PyTuple::new(
+        py,
+        [Owned::wrap(py, offsets)?, Owned::wrap(py, bytes)?, counts],
+    )
 }
 
 /// ParquetFile(names, kinds, zstd, optional, key_value, created_by)

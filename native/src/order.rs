@@ -802,15 +802,28 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64], volumes: &[i64]) -> Option
 }
 
 /// The rows of KEYS in ORDER (None: as they are), each without its first SKIP bytes (a rank key's head: what
-/// is left is its token), as an Arrow array's offsets and bytes; None when a key is shorter than SKIP or the
-/// bytes pass an int32 offset.
-pub fn take_keys(keys: &Keys, order: Option<&[i64]>, skip: usize) -> Option<(Vec<i32>, Vec<u8>)> {
+/// is left is its token), as an Arrow array's offsets and bytes; with COUNTS, each row's count read back from
+/// its rank_head there (count_of_head: the ranked run files hold no count of their own). None when a key is
+/// shorter than SKIP (or than a head, with COUNTS) or the bytes pass an int32 offset.
+pub fn take_keys(
+    keys: &Keys,
+    order: Option<&[i64]>,
+    skip: usize,
+    mut counts: Option<&mut Vec<i64>>,
+) -> Option<(Vec<i32>, Vec<u8>)> {
     let rows = order.map_or(keys.len(), <[i64]>::len);
     let mut offsets = Vec::with_capacity(rows + 1);
     let mut bytes = Vec::with_capacity(keys.data.len().saturating_sub(skip * rows));
+    if let Some(counts) = counts.as_deref_mut() {
+        counts.reserve(rows);
+    }
     offsets.push(0);
     for at in 0..rows {
         let key = keys.get(order.map_or(at, |o| o[at] as usize));
+        if let Some(counts) = counts.as_deref_mut() {
+            let head = key.get(..RANK_HEAD)?.try_into().ok()?;
+            counts.push(count_of_head(u64::from_be_bytes(head)));
+        }
         bytes.extend_from_slice(key.get(skip..)?);
         offsets.push(i32::try_from(bytes.len()).ok()?);
     }
@@ -1723,14 +1736,40 @@ pub(crate) mod tests {
             data: &data,
         };
         assert_eq!(
-            take_keys(&keys, Some(&[1, 2, 0]), 2),
+            take_keys(&keys, Some(&[1, 2, 0]), 2, None),
             Some((vec![0, 2, 2, 3], b"bba".to_vec()))
         );
         assert_eq!(
-            take_keys(&keys, None, 0),
+            take_keys(&keys, None, 0, None),
             Some((vec![0, 3, 7, 9], b"xxaxxbbxx".to_vec()))
         );
-        assert_eq!(take_keys(&keys, None, 3), None); // "xx" is shorter than its head
+        assert_eq!(take_keys(&keys, None, 3, None), None); // "xx" is shorter than its head
+    }
+
+    #[test]
+    fn taken_rank_keys_give_their_counts_back() {
+        let mut bytes = Vec::new();
+        let mut ends = vec![0];
+        for (token, count) in [(&b"a"[..], 5), (b"bb", -1), (b"", 0), (b"c", i64::MAX)] {
+            push_rank_key(&mut bytes, token, count);
+            ends.push(bytes.len() as i32);
+        }
+        let keys = Keys {
+            offsets: &ends,
+            data: &bytes,
+        };
+        let mut counts = Vec::new();
+        assert_eq!(
+            take_keys(&keys, Some(&[3, 1, 0, 2]), RANK_HEAD, Some(&mut counts)),
+            Some((vec![0, 1, 3, 4, 4], b"cbba".to_vec()))
+        );
+        assert_eq!(counts, vec![i64::MAX, -1, 5, 0]);
+        let (offsets, data) = keys_of(&["xxxxxxx"]); // shorter than a head
+        let short = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        assert_eq!(take_keys(&short, None, 0, Some(&mut counts)), None);
     }
 
     #[test]
