@@ -70,14 +70,14 @@ def merge_tokens(tokens: pa.Array, matches: np.ndarray, volumes: np.ndarray, ord
 
 
 def rank_in_order(tokens: pa.ChunkedArray, counts: np.ndarray,
-                  volumes: np.ndarray) -> tuple[np.ndarray, np.ndarray, pa.BinaryArray]:
+                  volumes: np.ndarray) -> tuple[np.ndarray, pa.BinaryArray]:
     """Tokens in token order (a chunked string array, its chunks ascending one after another) with their counts
-    and volume counts (int64, -1: none) -> (their counts, their volume counts, and their rank keys as rank_keys
-    makes them, in the vocabulary's id order): native/src/order.rs, a stable radix sort of the counts that
-    writes each key where the order puts it and takes each volume count as it goes."""
+    and volume counts (int64, -1: none) -> (their volume counts, and their rank keys as rank_keys makes them,
+    which hold their counts, in the vocabulary's id order): native/src/order.rs, a stable radix sort of the
+    counts that writes each key where the order puts it and takes each volume count as it goes."""
     pieces = [_string_buffers(chunk) for chunk in tokens.chunks if len(chunk)]
-    matches, taken, offsets, data = _kernel.rank_in_order(pieces, _int64s(counts), _int64s(volumes))
-    return np.frombuffer(matches, np.int64), np.frombuffer(taken, np.int64), pa.Array.from_buffers(
+    taken, offsets, data = _kernel.rank_in_order(pieces, _int64s(counts), _int64s(volumes))
+    return np.frombuffer(taken, np.int64), pa.Array.from_buffers(
         pa.binary(), len(counts), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 

@@ -702,12 +702,12 @@ fn rows_below(
     })
 }
 
-/// rank_in_order(pieces, counts, volumes) -> (counts, volumes, offsets, bytes)
+/// rank_in_order(pieces, counts, volumes) -> (volumes, offsets, bytes)
 ///
 /// Token rows in token order, as PIECES of Arrow string arrays ((offsets, data) each, n + 1 int32 into
 /// DATA) whose rows ascend one piece after another, with their COUNTS and VOLUMES (int64, -1: none) -> their
-/// counts and volumes in the vocabulary's id order (int64) and their rank keys in that order, an Arrow binary
-/// array's offsets (int32) and bytes (order.rs).
+/// volumes in the vocabulary's id order (int64) and their rank keys (which hold their counts) in that order,
+/// an Arrow binary array's offsets (int32) and bytes (order.rs).
 #[pyfunction]
 fn rank_in_order<'py>(
     py: Python<'py>,
@@ -740,7 +740,6 @@ fn rank_in_order<'py>(
     PyTuple::new(
         py,
         [
-            Owned::wrap(py, ranked.matches)?,
             Owned::wrap(py, ranked.volumes)?,
             Owned::wrap(py, ranked.offsets)?,
             Owned::wrap(py, ranked.bytes)?,

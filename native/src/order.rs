@@ -716,10 +716,9 @@ fn count_of_head(head: u64) -> i64 {
     }
 }
 
-/// What rank_in_order gives: each row's match and volume counts (-1: none) and rank key, in the id order; the
-/// keys as an Arrow binary array's offsets and bytes.
+/// What rank_in_order gives: each row's volume count (-1: none) and rank key (which holds its match count), in
+/// the id order; the keys as an Arrow binary array's offsets and bytes.
 pub struct Ranked {
-    pub matches: Vec<i64>,
     pub volumes: Vec<i64>,
     pub offsets: Vec<i32>,
     pub bytes: Vec<u8>,
@@ -762,7 +761,6 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64], volumes: &[i64]) -> Option
         .sum();
     let sorted = radix_sort(heads);
     let mut ranked = Ranked {
-        matches: Vec::with_capacity(sorted.len()),
         volumes: Vec::with_capacity(sorted.len()),
         offsets: Vec::with_capacity(sorted.len() + 1),
         bytes: Vec::with_capacity(span + RANK_HEAD * sorted.len()),
@@ -795,7 +793,6 @@ pub fn rank_in_order(tokens: &[Keys], counts: &[i64], volumes: &[i64]) -> Option
         let count = count_of_head(head);
         push_rank_key(&mut ranked.bytes, tokens[piece].get(local), count);
         ranked.offsets.push(i32::try_from(ranked.bytes.len()).ok()?);
-        ranked.matches.push(count);
         ranked.volumes.push(volumes[row as usize]);
     }
     Some(ranked)
@@ -1698,13 +1695,11 @@ pub(crate) mod tests {
         let counts = [5, -1, 9, 5, 0];
         let volumes = [50, -1, 90, 51, 1];
         let Ranked {
-            matches,
             volumes: ranked_volumes,
             offsets,
             bytes,
         } = rank_in_order(&tokens, &counts, &volumes).unwrap();
         let order = [2, 0, 3, 4, 1]; // c (9), a and d (5), e (0), b (none)
-        assert_eq!(matches, order.map(|row| counts[row]));
         assert_eq!(ranked_volumes, order.map(|row| volumes[row]));
         let (all_offsets, all_data) = keys_of(&["a", "b", "c", "d", "e"]);
         let all = Keys {
@@ -1724,7 +1719,7 @@ pub(crate) mod tests {
         let expected: Vec<&[u8]> = order.iter().map(|&row| keys.get(row)).collect();
         assert_eq!(got, expected);
         let empty = rank_in_order(&[], &[], &[]).unwrap();
-        assert!(empty.matches.is_empty() && empty.volumes.is_empty() && empty.bytes.is_empty());
+        assert!(empty.volumes.is_empty() && empty.bytes.is_empty());
         assert_eq!(empty.offsets, vec![0]);
     }
 
