@@ -40,12 +40,12 @@ from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRE
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 _NO_TOKENS = TOKENS.empty_table()
-#: The kinds of TokenRuns' run files: with_rank's rank (holding the token and its count) and the volume count,
-#: in id order (RANKED); TOKENS rows of
-#: the reserved tokens among the unigram rows (RESERVED), of the tokens of tables with longer n-grams (TOKEN_ROWS),
-#: of the tables of unigrams alone (UNIGRAMS), each sorted by token; and records of the n-gram files that hold
-#: tables of unigrams alone not written so (UNIGRAM_FILE: the record's path is the file's), whose rows the
-#: vocabulary's merge pass writes as UNIGRAMS runs when it needs them.
+#: The kinds of TokenRuns' run files: with_rank's rank (which holds the token and its count) and the volume
+#: count, in id order (RANKED); TOKENS rows of the reserved tokens among the unigram rows (RESERVED), of the
+#: tokens of tables with longer n-grams (TOKEN_ROWS), of the tables of unigrams alone (UNIGRAMS), each sorted by
+#: token; and records of the n-gram files that hold tables of unigrams alone not written so (UNIGRAM_FILE: the
+#: record's path is the file's), whose rows the vocabulary's merge pass writes as UNIGRAMS runs when it needs
+#: them.
 RANKED, RESERVED, TOKEN_ROWS, UNIGRAMS, UNIGRAM_FILE = "ranked", "reserved", "tokens", "unigrams", "unigram-file"
 
 
@@ -203,7 +203,6 @@ class MergeTokenTables(LogStructuredMerge):
 
 
 _RANK = "rank"  # the key of the id order: bytes whose order is the id order
-_RANK_HEAD = native.RANK_HEAD  # its bytes before the token's: the count, complemented
 
 
 def _counts(tokens: pa.Table, column: str = "match_count") -> np.ndarray:
