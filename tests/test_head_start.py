@@ -208,6 +208,16 @@ def _stopped_in_first_piece(path: str, settings: ReadSettings, head) -> tuple:
     return head.take(path, settings)
 
 
+def _read_by_the_stage_from(path: str, settings: ReadSettings, taken: tuple, monkeypatch, decompressed: list) -> list:
+    """The pieces the stage reads of PATH from the head start's TAKEN, a 1 appended to DECOMPRESSED each time a
+    reader in this process decompresses a block (the head start, forked before, is not patched)."""
+    stage, stats = ReadNgramFile(settings), {}
+    stage.setup()
+    with monkeypatch.context() as patched:
+        patched.setattr(LineReader, "decompress_into", lambda reader, buffer: decompressed.append(1) or (0, 0))
+        return _pieces(stage._taken(path, os.path.getsize(path), taken, stats))
+
+
 def _read_until_error(pieces, into: list) -> Exception:
     """Pieces appended to INTO until reading them fails; the error."""
     with pytest.raises(reading.CORRUPT_ERRORS) as failed:
@@ -226,11 +236,7 @@ def test_the_rest_of_a_file_is_decompressed_once_by_the_head_start(tmp_path, sma
     with head_start.reading([path], settings) as head:
         taken = _stopped_in_first_piece(path, settings, head)
         assert len(taken[1]) == 1 and isinstance(taken[3], HandedOverReader)
-        stage, stats = ReadNgramFile(settings), {}
-        stage.setup()
-        with monkeypatch.context() as patched:  # in this process, forked before: not the head start's
-            patched.setattr(LineReader, "decompress_into", lambda reader, buffer: decompressed.append(1) or (0, 0))
-            read = _pieces(stage._taken(path, os.path.getsize(path), taken, stats))
+        read = _read_by_the_stage_from(path, settings, taken, monkeypatch, decompressed)
         while not head._reaped():  # the text's end handed over: the head start is done
             time.sleep(0.01)
     assert decompressed == []
@@ -247,11 +253,7 @@ def test_a_head_start_that_stops_after_the_last_piece_hands_over_the_texts_end(t
     with head_start.reading([path], settings) as head:
         taken = _stopped_in_first_piece(path, settings, head)
         assert len(taken[1]) == 1 and taken[2] is not None
-        stage, stats = ReadNgramFile(settings), {}
-        stage.setup()
-        with monkeypatch.context() as patched:
-            patched.setattr(LineReader, "decompress_into", lambda reader, buffer: decompressed.append(1) or (0, 0))
-            read = _pieces(stage._taken(path, os.path.getsize(path), taken, stats))
+        read = _read_by_the_stage_from(path, settings, taken, monkeypatch, decompressed)
     assert decompressed == []
     assert read == _read_whole(path, settings)
 

@@ -95,7 +95,7 @@ def tokens_of_ranks(ranks: pa.Array, order: np.ndarray | None) -> tuple[pa.Array
 
 def _taken(keys: pa.Array, order: np.ndarray | None, skip: int, kind: pa.DataType, counts: bool):
     if len(keys) == 0:
-        return pa.array([], kind), np.zeros(0, np.int64)
+        return pa.array([], kind), np.zeros(0, np.int64) if counts else None
     offsets, data, heads = _kernel.take_keys(*_string_buffers(keys), _int64s(order), skip, counts)
     taken = pa.Array.from_buffers(kind, len(offsets) // 4 - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return taken, None if heads is None else np.frombuffer(heads, np.int64)

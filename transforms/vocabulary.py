@@ -137,10 +137,11 @@ class TokenRuns:
         unigrams = [table for table in tables if table["order"][0].as_py() == 1]
         runs = []
         alone = len(tables) == 1
+        named = alone and self.recent is None  # no longer n-gram yet: the file named, the rows not written
         for table in unigrams:
-            if alone and self.recent is None:  # no longer n-gram yet: named, not written
-                self._written_to(unigram_file, table["ngram"])
-            runs += self._rank(distinct_tokens(table, unigrams=True), written=alone and self.recent is not None)
+            if named:
+                self._named(unigram_file, table["ngram"])
+            runs += self._rank(distinct_tokens(table, unigrams=True), written=alone and not named)
         if len(tables) > len(unigrams):
             if self.recent is None:
                 cache = min(RECENT_TOKENS_BYTES, self.budget // 2)
@@ -153,7 +154,7 @@ class TokenRuns:
             runs += self._spill_ranked() if ranked >= self.spiller.buffered else self.spiller.flush()
         return runs
 
-    def _written_to(self, path: str, unigrams: pa.ChunkedArray) -> None:
+    def _named(self, path: str, unigrams: pa.ChunkedArray) -> None:
         """A table of unigrams alone, of these n-grams (sorted), is in the n-gram file PATH."""
         first, last, rows = self.unigram_files.get(path, (unigrams[0].as_py(), None, 0))
         self.unigram_files[path] = (first, unigrams[-1].as_py(), rows + len(unigrams))
