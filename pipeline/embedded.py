@@ -1,10 +1,11 @@
-"""What the embedded runner changes of Beam 2.62 in this process, where its workers are threads: two of Beam's
-fixed costs that neither take an option, and a failure's traceback printed where the command says it in a line
-(pipeline/run.py, direct_runner_args, applies all three)."""
+"""What the embedded runner changes of Beam 2.62 in this process, where its workers are threads: three of Beam's
+fixed costs that none take an option, and a failure's traceback printed where the command says it in a line
+(pipeline/run.py, direct_runner_args, applies all four)."""
 
 import types
 import weakref
 
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.worker import sdk_worker, statesampler
 from apache_beam.transforms import core
 
@@ -51,6 +52,32 @@ def inspect_once() -> None:
     the same few dozen functions. That was 0.12-0.18 s of CPU an import, most of it on one core before a
     file is read (the graph) and at each stage's start (BENCHMARKS.md, issue 16's sixteenth round)."""
     core.get_function_args_defaults = _arguments_read_once
+
+
+#: Beam's own making of a view of a PipelineOptions, as it was before views_made_once.
+_VIEW = PipelineOptions.view_as
+#: The views made, by options object and class; an entry goes with its options object.
+_VIEWS = weakref.WeakKeyDictionary()
+
+
+def _view_made_once(options: PipelineOptions, cls):
+    """options.view_as(CLS), the view made at the first call kept for the next: Beam's views of one options
+    object all keep their values in its one dictionary (_all_options), which a view sets at its making only for
+    names it has not got yet, so a second view of a class is the first's equal."""
+    views = _VIEWS.setdefault(options, {})
+    view = views.get(cls)
+    if view is None:
+        view = views[cls] = _VIEW(options, cls)
+    return view
+
+
+def views_made_once() -> None:
+    """Make Beam view a PipelineOptions as each subclass once. Beam views the options as TypeOptions for every
+    transform it applies and every output type it infers (Pipeline.apply), and each view parsed the command's
+    Beam arguments again with a parser of its own (argparse, and gettext looking for translations of its
+    messages on disk): 95 views an import, 0.03-0.05 s of the graph's 0.12 s, on the core that holds up the
+    read stage's start (BENCHMARKS.md, issue 16's thirty-fifth round)."""
+    PipelineOptions.view_as = _view_made_once
 
 
 def _not_printed(*args, **kwargs) -> None:

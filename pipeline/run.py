@@ -19,7 +19,7 @@ from ngramflow.corpus import download
 from ngramflow.corpus.catalog import CatalogError
 from ngramflow.corpus.totalcounts import TotalcountsError, read_totalcounts
 from ngramflow.errors import RunFailed, UserError, marked_reason
-from ngramflow.pipeline.embedded import end_bundles_promptly, failures_told_once, inspect_once
+from ngramflow.pipeline.embedded import end_bundles_promptly, failures_told_once, inspect_once, views_made_once
 from ngramflow.pipeline.graph import aggregation, build_import, default_merge, in_input_order
 from ngramflow.pipeline.inputs import InputFiles, expand_inputs
 from ngramflow.pipeline.mkn import build_mkn, fallback_notes, finish_mkn, summary_lines
@@ -50,6 +50,7 @@ def direct_runner_args(opts: ImportOptions) -> list[str]:
     # The embedded runner's workers are this process's threads: Beam's costs that take no option, cut here.
     end_bundles_promptly()
     inspect_once()
+    views_made_once()
     failures_told_once()
     # cloudpickle, not dill: Beam pickles every DoFn several times while it builds and starts the graph (565
     # times an import), and dill's pure-Python pickler made that a third of the start: the bundled sample's

@@ -1,11 +1,11 @@
 """What the embedded runner changes of Beam in this process (pipeline/embedded.py): each function's arguments
-read once, with Beam's answers."""
+read once, with Beam's answers; each view of a PipelineOptions made once, with Beam's values."""
 
 import functools
 import gc
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import userstate
 from apache_beam.transforms.userstate import BagStateSpec
@@ -94,3 +94,45 @@ def test_state_is_still_found_and_kept_with_the_embedded_runners_arguments():
         counts = pipeline | beam.Create([("a", 1), ("b", 2), ("a", 3)]) | beam.ParDo(_Count())
         # The bag of "a" held both of its values when the second came: state kept per key.
         assert_that(counts | beam.CombinePerKey(max), equal_to([("a", 2), ("b", 1)]))
+
+
+_BEAM_ARGS = ["--runner=DirectRunner", "--direct_num_workers=3", "--type_check_strictness=ALL_REQUIRED"]
+
+
+def test_a_view_is_made_once_an_options_object_and_class(monkeypatch):
+    made, beams = [], embedded._VIEW
+
+    def counted(options, cls):
+        made.append(cls)
+        return beams(options, cls)
+
+    monkeypatch.setattr(embedded, "_VIEW", counted)
+    options = PipelineOptions(_BEAM_ARGS)
+    views = [embedded._view_made_once(options, cls) for cls in (TypeOptions, DirectOptions, TypeOptions)]
+    assert views[0] is views[2]
+    assert made == [TypeOptions, DirectOptions]
+    embedded._view_made_once(PipelineOptions(_BEAM_ARGS), TypeOptions)  # another object: a view of its own
+    assert made == [TypeOptions, DirectOptions, TypeOptions]
+
+
+def test_views_made_once_have_beams_values_and_share_them():
+    options = PipelineOptions(_BEAM_ARGS)
+    for cls in (TypeOptions, DirectOptions, StandardOptions):
+        assert embedded._view_made_once(options, cls).get_all_options() == embedded._VIEW(options, cls).get_all_options()
+    assert embedded._view_made_once(options, TypeOptions).type_check_strictness == "ALL_REQUIRED"
+    assert embedded._view_made_once(options, DirectOptions).direct_num_workers == 3
+    # A value set through the kept view is every view's, Beam's own included, as Beam's views share theirs.
+    embedded._view_made_once(options, TypeOptions).pipeline_type_check = False
+    assert embedded._VIEW(options, TypeOptions).pipeline_type_check is False
+    embedded._VIEW(options, DirectOptions).direct_num_workers = 5
+    assert embedded._view_made_once(options, DirectOptions).direct_num_workers == 5
+
+
+def test_the_views_go_with_their_options_object():
+    options = PipelineOptions(_BEAM_ARGS)
+    embedded._view_made_once(options, TypeOptions)
+    gc.collect()
+    held = len(embedded._VIEWS)
+    del options
+    gc.collect()
+    assert len(embedded._VIEWS) == held - 1
