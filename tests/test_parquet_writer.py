@@ -145,3 +145,33 @@ def test_an_imports_n_gram_and_vocabulary_files_are_the_kernels(tmp_path):
         assert parts
         for part in parts:
             assert pq.ParquetFile(part).metadata.created_by == sinks.CREATED_BY
+
+
+def _in_pieces(rng: random.Random, table: pa.Table) -> pa.Table:
+    """TABLE as chunks of random sizes, each a slice of a larger table (its buffers begin before its rows),
+    empty ones among them: as a part file's pieces are joined before their row groups are cut."""
+    pieces, start = [], 0
+    while start < table.num_rows:
+        rows = rng.choice([0, 1, 7, 300, 5000])
+        padded = pa.concat_tables([table.slice(0, 3), table.slice(start, rows)]).combine_chunks()
+        pieces.append(padded.slice(min(3, table.num_rows), min(rows, table.num_rows - start)))
+        start += rows
+    return pa.concat_tables(pieces)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_table_in_chunks_is_written_as_the_same_table_in_one(seed, tmp_path):
+    """The kernel joins a row group's columns of several chunks itself: the file is byte for byte the one of
+    the same rows in one chunk each, n-grams and vocabulary (nulls in some chunks and not in others)."""
+    rng = random.Random(seed)
+    rows = rng.choice([129, 3000, 40_000])
+    for table in (_table(rng, rows, ordered=True), _vocabulary(rng, rows)):
+        chunked = _in_pieces(rng, table)
+        assert chunked.equals(table) and max(c.num_chunks for c in chunked.columns) > 1
+        row_group_rows = rng.choice([100, 1000, 32 * 1024])
+        files = [tmp_path / "one.parquet", tmp_path / "chunks.parquet"]
+        for rows_of, path in zip((table, chunked), files):
+            with pa.OSFile(str(path), "wb") as fh, sinks._KernelWriter(fh, table.schema) as written:
+                written.write_table(rows_of, row_group_size=row_group_rows)
+        assert files[0].read_bytes() == files[1].read_bytes()
+        assert pq.read_table(files[1]).equals(table)

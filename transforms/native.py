@@ -225,13 +225,18 @@ def parquet_writable(schema: pa.Schema) -> bool:
                for field in schema)
 
 
-def whole(column) -> pa.Array:
-    """A column (an array, or a chunked array such as a table's) as one array: a chunked array's only chunk
-    as it is, since ChunkedArray.combine_chunks copies even one chunk (1M n-grams: 11 ms); several
-    concatenated."""
-    if isinstance(column, pa.ChunkedArray):
-        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    return column
+def _array_buffers(array: pa.Array, field: pa.Field) -> list[pa.Buffer]:
+    """The buffers of a non-empty ARRAY of FIELD that the kernel's ParquetFile.row_group takes: a string
+    array's offsets and bytes, an integer array's values, and a nullable field's definition bytes (a byte a
+    row, 0 for a null; none: no null)."""
+    if field.type == pa.string():
+        return list(_string_buffers(array))
+    width = array.type.bit_width // 8
+    buffers = [array.buffers()[1].slice(array.offset * width, len(array) * width)]
+    if field.nullable:
+        buffers.append(pa.py_buffer(array.is_valid().to_numpy(zero_copy_only=False).view(np.uint8))
+                       if array.null_count else _NO_BYTES)
+    return buffers
 
 
 class ParquetFile:
@@ -251,21 +256,17 @@ class ParquetFile:
 
     def row_group(self, table: pa.Table):
         """The bytes of a row group of TABLE's rows (of the file's schema, nulls only where it allows them, at
-        least one row)."""
-        buffers = []
+        least one row). Each column's chunks are handed over as they are: the kernel joins those of a column
+        of several (a row group of a table put together from pieces) in buffers of its own."""
+        buffers, chunks = [], []
         for field, column in zip(self.schema, table.columns):
-            array = whole(column)
-            if array.null_count and not field.nullable:
+            arrays = [a for a in column.chunks if len(a)] if isinstance(column, pa.ChunkedArray) else [column]
+            if column.null_count and not field.nullable:
                 raise ValueError(f"{field.name}: nulls in a field that holds none")
-            if field.type == pa.string():
-                buffers += _string_buffers(array)
-                continue
-            width = array.type.bit_width // 8
-            buffers.append(array.buffers()[1].slice(array.offset * width, len(array) * width))
-            if field.nullable:  # a byte a row, 0 for a null; none: no null
-                buffers.append(pa.py_buffer(array.is_valid().to_numpy(zero_copy_only=False).view(np.uint8))
-                               if array.null_count else _NO_BYTES)
-        return self.file.row_group(buffers)
+            chunks.append(len(arrays))
+            for array in arrays:
+                buffers += _array_buffers(array, field)
+        return self.file.row_group(buffers, chunks)
 
     def footer(self) -> bytes:
         return self.file.footer()

@@ -791,7 +791,89 @@ fn take_keys<'py>(
 /// only), the footer's KEY_VALUE metadata and CREATED_BY. header(), row_group(buffers) for each row group and
 /// footer() give the file's bytes in turn.
 #[pyclass]
-struct ParquetFile(parquet::File);
+struct ParquetFile {
+    file: parquet::File,
+    /// Per column, its chunks of a row group joined (row_group), the buffers kept from row group to row group.
+    joined: Vec<Joined>,
+}
+
+/// A column's chunks joined as one chunk's buffers: a string column's offsets (n + 1 int32, from 0) and bytes,
+/// or an integer column's values and (optional, with a null among them) a definition byte a row.
+#[derive(Default)]
+struct Joined {
+    first: Vec<u8>,
+    second: Vec<u8>,
+}
+
+/// One chunk's buffers of a column, as row_group takes them: a string column's offsets and bytes, an integer
+/// column's values, and an optional one's definition bytes (empty: no null).
+type Buffers<'a> = (&'a [u8], Option<&'a [u8]>);
+
+impl Joined {
+    /// CHUNKS of a column of SPEC joined here, as one array's buffers; the buffers to give the writer.
+    fn join<'a>(
+        &'a mut self,
+        spec: &parquet::Spec,
+        chunks: &[Buffers],
+    ) -> Result<Buffers<'a>, String> {
+        self.first.clear();
+        self.second.clear();
+        match spec.kind {
+            parquet::Kind::Utf8 => {
+                self.first.extend_from_slice(&0i32.to_le_bytes());
+                for &(offset_bytes, data) in chunks {
+                    let offsets = int32s(offset_bytes);
+                    let data = data.unwrap_or(&[]);
+                    let (Some(&start), Some(&end)) = (offsets.first(), offsets.last()) else {
+                        return Err(OFFSETS_OUTSIDE.into());
+                    };
+                    if start < 0 || end < start || end as usize > data.len() {
+                        return Err(OFFSETS_OUTSIDE.into());
+                    }
+                    // Each offset moved to where the chunk's bytes go; one outside the chunk's bytes comes out
+                    // of order, which checked_keys refuses.
+                    let base = self.second.len() as i64 - start as i64;
+                    if self.second.len() + (end - start) as usize > i32::MAX as usize {
+                        return Err("row_group: a column's strings past 2 GiB".into());
+                    }
+                    for &offset in &offsets[1..] {
+                        self.first
+                            .extend_from_slice(&((offset as i64 + base) as i32).to_le_bytes());
+                    }
+                    self.second
+                        .extend_from_slice(&data[start as usize..end as usize]);
+                }
+                Ok((&self.first, Some(&self.second)))
+            }
+            parquet::Kind::Int(bits) => {
+                let width = bits as usize / 8;
+                let nulls = chunks
+                    .iter()
+                    .any(|&(_, defined)| defined.is_some_and(|d| !d.is_empty()));
+                for &(values, defined) in chunks {
+                    if values.len() % width != 0 {
+                        return Err(format!(
+                            "{width}-byte integers in a buffer of {} bytes",
+                            values.len()
+                        ));
+                    }
+                    self.first.extend_from_slice(values);
+                    match defined.filter(|defined| !defined.is_empty()) {
+                        Some(defined) if defined.len() != values.len() / width => {
+                            return Err("row_group: one definition byte a row expected".into())
+                        }
+                        Some(defined) => self.second.extend_from_slice(defined),
+                        None if nulls => self
+                            .second
+                            .resize(self.second.len() + values.len() / width, 1),
+                        None => {}
+                    }
+                }
+                Ok((&self.first, spec.optional.then_some(&self.second[..])))
+            }
+        }
+    }
+}
 
 #[pymethods]
 impl ParquetFile {
@@ -841,36 +923,51 @@ impl ParquetFile {
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;
+        let joined = specs.iter().map(|_| Joined::default()).collect();
         let file = parquet::File::new(specs, key_value, created_by)
             .map_err(|err| PyValueError::new_err(format!("zstd: {err}")))?;
-        Ok(ParquetFile(file))
+        Ok(ParquetFile { file, joined })
     }
 
     fn header<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.0.header())
+        PyBytes::new(py, &self.file.header())
     }
 
-    /// row_group(buffers) -> the row group's bytes: per column, of its kind, a utf8 column's two buffers (an
-    /// Arrow string array's offsets, n + 1 int32, and data) or an integer column's values (little-endian), and
-    /// an optional one's a byte a row more, 0 for a null (an empty buffer: none is null).
+    /// row_group(buffers, chunks) -> the row group's bytes: per column, CHUNKS of it, and of each chunk, by the
+    /// column's kind, a utf8 column's two buffers (an Arrow string array's offsets, n + 1 int32, and data) or an
+    /// integer column's values (little-endian), and an optional one's a byte a row more, 0 for a null (an empty
+    /// buffer: none is null). A column of several chunks is joined into buffers kept for the next row group:
+    /// joined by Arrow (combine_chunks), each row group's columns were fresh memory, faulted in and freed.
     fn row_group<'py>(
         &mut self,
         py: Python<'py>,
         buffers: Vec<PyBuffer<i8>>,
+        chunks: Vec<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let slices = buffers
             .iter()
             .map(buffer_bytes)
             .collect::<PyResult<Vec<_>>>()?;
-        let file = &mut self.0;
+        let (file, joined) = (&mut self.file, &mut self.joined);
         let bytes = py.allow_threads(|| -> Result<Vec<u8>, String> {
+            if chunks.len() != file.specs().len() || chunks.contains(&0) {
+                return Err("row_group: one or more chunks a column".into());
+            }
             let mut given = slices.iter();
-            let mut taken = Vec::new();
-            for spec in file.specs() {
-                let mut next = || given.next().copied().ok_or("row_group: too few buffers");
-                taken.push(match (spec.kind, spec.optional) {
-                    (parquet::Kind::Int(_), false) => (next()?, None),
-                    _ => (next()?, Some(next()?)),
+            let mut taken = Vec::with_capacity(chunks.len());
+            for ((spec, &count), joined) in file.specs().iter().zip(&chunks).zip(joined.iter_mut())
+            {
+                let mut column = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let mut next = || given.next().copied().ok_or("row_group: too few buffers");
+                    column.push(match (spec.kind, spec.optional) {
+                        (parquet::Kind::Int(_), false) => (next()?, None),
+                        _ => (next()?, Some(next()?)),
+                    });
+                }
+                taken.push(match column[..] {
+                    [one] => one,
+                    _ => joined.join(spec, &column)?,
                 });
             }
             if given.next().is_some() {
@@ -919,7 +1016,7 @@ impl ParquetFile {
     }
 
     fn footer<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.0.footer())
+        PyBytes::new(py, &self.file.footer())
     }
 }
 
