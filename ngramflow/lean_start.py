@@ -22,7 +22,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 #:   a quarter of it.
 #: - pymongo and bson: for Beam's MongoDB connector (apache_beam.io.mongodbio), which its io package imports
 #:   whole: 30 ms of every start.
-UNUSED = ("pandas", "pymongo", "bson")
+#: - apache_beam.io.gcp.bigquery: Beam's io package offers its BigQuery, Pub/Sub and GCS connectors when the first
+#:   imports, and skips all three when it does not (the command reads and writes files through Beam's own file
+#:   systems, which load their GCS one apart): the BigQuery module and the regex package it loads were 15-17 ms of
+#:   every start (python -X importtime).
+UNUSED = ("pandas", "pymongo", "bson", "apache_beam.io.gcp.bigquery")
 
 
 #: Packages Beam imports on its own import, and uses only inside functions the command never calls: each is
@@ -32,8 +36,10 @@ UNUSED = ("pandas", "pymongo", "bson")
 #:   http_client);
 #: - requests: for Beam to ask a Google Compute Engine machine its metadata (apache_beam.io.gcp.gce_metadata_util);
 #: - hdfs: for Beam's Hadoop file system, made only for hdfs:// paths;
-#: - zstandard: for Beam's zstd-compressed files (the command reads gzip with isal, and Arrow writes zstd).
-LAZY = ("httplib2", "requests", "hdfs", "zstandard")
+#: - zstandard: for Beam's zstd-compressed files (the command reads gzip with isal, and Arrow writes zstd);
+#: - yaml: for Beam's managed transforms (apache_beam.transforms.managed), and for the Flink runner's
+#:   configuration files (pipeline/flink), read only when a Flink cluster is started: 10-11 ms of every start.
+LAZY = ("httplib2", "requests", "hdfs", "zstandard", "yaml")
 
 
 # The finders below are meta path finders by their find_spec alone: importlib.abc, their base class, loads
@@ -41,10 +47,11 @@ LAZY = ("httplib2", "requests", "hdfs", "zstandard")
 
 
 class _Absent:
-    """Finds the UNUSED packages nowhere: importing one fails as it would where it is not installed."""
+    """Finds the UNUSED packages and modules nowhere, nor what they hold: importing one fails as it would where it
+    is not installed."""
 
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in UNUSED:
+        if any(name == unused or name.startswith(unused + ".") for unused in UNUSED):
             raise ModuleNotFoundError(f"{name} is kept out of the ngramflow command", name=name)
         return None
 
