@@ -75,7 +75,7 @@ def views_made_once() -> None:
     """Make Beam view a PipelineOptions as each subclass once. Beam views the options as TypeOptions for every
     transform it applies and every output type it infers (Pipeline.apply), and each view parsed the command's
     Beam arguments again with a parser of its own (argparse, and gettext looking for translations of its
-    messages on disk): 95 views an import, 0.03-0.05 s of the graph's 0.12 s, on the core that holds up the
+    messages on disk): 95 views an import, 0.28 ms each, of the graph's 0.12 s, on the core that holds up the
     read stage's start (BENCHMARKS.md, issue 16's thirty-fifth round)."""
     PipelineOptions.view_as = _view_made_once
 

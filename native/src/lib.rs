@@ -788,8 +788,8 @@ fn take_keys<'py>(
 ///
 /// A Parquet file of flat columns (parquet.rs): NAMES, KINDS ("utf8", "int8", "int16", "int32", "int64"),
 /// whether each column's pages are compressed with zstd, whether each is optional (may hold nulls: integers
-/// only), the footer's KEY_VALUE metadata and CREATED_BY. header(), row_group(buffers) for each row group and
-/// footer() give the file's bytes in turn.
+/// only), the footer's KEY_VALUE metadata and CREATED_BY. header(), row_group(buffers, chunks) for each row
+/// group and footer() give the file's bytes in turn.
 #[pyclass]
 struct ParquetFile {
     file: parquet::File,
