@@ -15,7 +15,7 @@ with lean_start.loading_for_good():
     import ngramflow.pipeline.run
 import apache_beam.io
 lazy = type(sys.modules.get("yaml")) is importlib.util._LazyModule
-found = {name: name in sys.modules for name in ("pandas", "apache_beam.io.gcp.bigquery", "regex")}
+found = {name: name in sys.modules for name in ("pandas", "apache_beam.io.gcp.bigquery")}
 import yaml
 try:
     import pandas
@@ -35,7 +35,7 @@ def _probe(kind: str) -> dict:
 
 def test_the_command_loads_beam_without_the_unused_modules_and_yaml_at_its_first_use():
     seen = _probe("command")
-    assert seen["loaded"] == {"pandas": False, "apache_beam.io.gcp.bigquery": False, "regex": False}
+    assert seen["loaded"] == {"pandas": False, "apache_beam.io.gcp.bigquery": False}
     assert not seen["pandas_imports"]
     assert seen["yaml_lazy"] and seen["yaml_works"]
     assert sorted(seen["finders"]) == ["_Absent", "_Lazy"]
