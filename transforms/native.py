@@ -260,7 +260,7 @@ class ParquetFile:
         of several (a row group of a table put together from pieces) in buffers of its own."""
         buffers, chunks = [], []
         for field, column in zip(self.schema, table.columns):
-            arrays = [a for a in column.chunks if len(a)] if isinstance(column, pa.ChunkedArray) else [column]
+            arrays = [a for a in column.chunks if len(a)]
             if column.null_count and not field.nullable:
                 raise ValueError(f"{field.name}: nulls in a field that holds none")
             chunks.append(len(arrays))

@@ -851,17 +851,9 @@ impl Joined {
                     .iter()
                     .any(|&(_, defined)| defined.is_some_and(|d| !d.is_empty()));
                 for &(values, defined) in chunks {
-                    if values.len() % width != 0 {
-                        return Err(format!(
-                            "{width}-byte integers in a buffer of {} bytes",
-                            values.len()
-                        ));
-                    }
+                    let defined = checked_ints(values, width, defined)?;
                     self.first.extend_from_slice(values);
-                    match defined.filter(|defined| !defined.is_empty()) {
-                        Some(defined) if defined.len() != values.len() / width => {
-                            return Err("row_group: one definition byte a row expected".into())
-                        }
+                    match defined {
                         Some(defined) => self.second.extend_from_slice(defined),
                         None if nulls => self
                             .second
@@ -873,6 +865,26 @@ impl Joined {
             }
         }
     }
+}
+
+/// An integer column's VALUES of WIDTH bytes each and its definition bytes (empty: no null), checked to be whole
+/// values and a byte a row; the definition bytes, None when there is no null.
+fn checked_ints<'a>(
+    values: &[u8],
+    width: usize,
+    defined: Option<&'a [u8]>,
+) -> Result<Option<&'a [u8]>, String> {
+    if values.len() % width != 0 {
+        return Err(format!(
+            "{width}-byte integers in a buffer of {} bytes",
+            values.len()
+        ));
+    }
+    let defined = defined.filter(|defined| !defined.is_empty());
+    if defined.is_some_and(|defined| defined.len() != values.len() / width) {
+        return Err("row_group: one definition byte a row expected".into());
+    }
+    Ok(defined)
 }
 
 #[pymethods]
@@ -986,16 +998,7 @@ impl ParquetFile {
                     ),
                     (parquet::Kind::Int(bits), defined, None) => {
                         let width = bits as usize / 8;
-                        if first.len() % width != 0 {
-                            return Err(format!(
-                                "{width}-byte integers in a buffer of {} bytes",
-                                first.len()
-                            ));
-                        }
-                        let defined = defined.filter(|defined| !defined.is_empty());
-                        if defined.is_some_and(|defined| defined.len() != first.len() / width) {
-                            return Err("row_group: one definition byte a row expected".into());
-                        }
+                        let defined = checked_ints(first, width, *defined)?;
                         parquet::Values::Ints {
                             bytes: first,
                             width,
