@@ -466,6 +466,29 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
+/// The bytes that DATA's ranges A and B (B after A) share at their start, compared a word at a time: where
+/// fewer than 8 bytes of a key are left, a word is still read where the data holds one (keys are short: most
+/// of a word-by-word comparison was its last bytes, compared one at a time).
+fn shared_prefix(data: &[u8], a: std::ops::Range<usize>, b: std::ops::Range<usize>) -> usize {
+    let n = a.len().min(b.len());
+    let word = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+    let mut i = 0;
+    while i < n {
+        if b.start + i + 8 > data.len() {
+            return i + common_prefix(
+                &data[a.start + i..a.start + n],
+                &data[b.start + i..b.start + n],
+            );
+        }
+        let x = word(a.start + i) ^ word(b.start + i);
+        if x != 0 {
+            return n.min(i + (x.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    n
+}
+
 /// DELTA_BYTE_ARRAY of keys START..STOP into the scratch's body: each key's prefix shared with the key
 /// before (none for the page's first) and the lengths of the rest, DELTA_BINARY_PACKED, then the rests' bytes;
 /// whether the keys ascend (each at or above the one before), which the shared prefix tells.
@@ -474,15 +497,16 @@ fn delta_byte_array(keys: &Keys, start: usize, stop: usize, scratch: &mut Scratc
     prefixes.clear();
     suffixes.clear();
     let (data, offsets) = (keys.data, &keys.offsets[start..=stop]);
-    let (mut previous, mut ascending, mut rest_bytes): (&[u8], bool, usize) = (&[], true, 0);
+    let (mut previous, mut ascending, mut rest_bytes) = (0..0, true, 0);
     for bounds in offsets.windows(2) {
-        let key = &data[bounds[0] as usize..bounds[1] as usize];
-        let shared = common_prefix(previous, key);
+        let key = bounds[0] as usize..bounds[1] as usize;
+        let shared = shared_prefix(data, previous.clone(), key.clone());
+        let (before, this) = (&data[previous.clone()], &data[key.clone()]);
         ascending &=
-            shared == previous.len() || (shared < key.len() && key[shared] > previous[shared]);
+            shared == before.len() || (shared < this.len() && this[shared] > before[shared]);
         prefixes.push(shared as i64);
-        suffixes.push((key.len() - shared) as i64);
-        rest_bytes += key.len() - shared;
+        suffixes.push((this.len() - shared) as i64);
+        rest_bytes += this.len() - shared;
         previous = key;
     }
     let body = &mut scratch.body;
@@ -543,62 +567,99 @@ const MINIBLOCK: usize = BLOCK / MINIBLOCKS;
 /// miniblocks, each difference less the least bit-packed. The differences wrap as integers of the column's
 /// physical type: 32 bits when NARROW (INT32), as its readers add them up.
 fn delta_binary_packed(values: &[i64], narrow: bool, out: &mut Vec<u8>) {
-    let wrap = |v: i64| if narrow { v as i32 as i64 } else { v };
     uleb(out, BLOCK as u64);
     uleb(out, MINIBLOCKS as u64);
     uleb(out, values.len() as u64);
-    uleb(out, zigzag(values.first().copied().unwrap_or(0)));
-    let mut previous = values.first().copied().unwrap_or(0);
+    let Some((&first, rest)) = values.split_first() else {
+        uleb(out, 0);
+        return;
+    };
+    uleb(out, zigzag(first));
+    let mut previous = first;
+    // A block's differences in a whole array, so that every pass over them is one of constant length, which
+    // the compiler keeps in vector registers; a short last block is padded with its least difference, which
+    // packs as zero bits.
     let mut deltas = [0i64; BLOCK];
-    for block in values.get(1..).unwrap_or(&[]).chunks(BLOCK) {
-        for (delta, &value) in deltas.iter_mut().zip(block) {
-            *delta = wrap(value.wrapping_sub(previous));
-            previous = value;
+    for block in rest.chunks(BLOCK) {
+        let n = block.len();
+        deltas[0] = block[0].wrapping_sub(previous);
+        for i in 1..n {
+            deltas[i] = block[i].wrapping_sub(block[i - 1]);
         }
-        let deltas = &deltas[..block.len()];
-        let least = deltas.iter().copied().min().unwrap_or(0);
-        uleb(out, zigzag(least));
-        let widths_at = out.len();
-        out.extend_from_slice(&[0u8; MINIBLOCKS]);
-        for (m, mini) in deltas.chunks(MINIBLOCK).enumerate() {
-            let mut packed = [0u64; MINIBLOCK];
-            let mut any = 0;
-            for (p, &delta) in packed.iter_mut().zip(mini) {
-                *p = if narrow {
-                    (delta as i32).wrapping_sub(least as i32) as u32 as u64
-                } else {
-                    delta.wrapping_sub(least) as u64
-                };
-                any |= *p;
+        previous = block[n - 1];
+        if narrow {
+            for delta in &mut deltas[..n] {
+                *delta = *delta as i32 as i64;
             }
-            let width = 64 - any.leading_zeros();
-            out[widths_at + m] = width as u8;
-            bit_pack(&packed, width, out);
+        }
+        let least = deltas[..n].iter().copied().fold(i64::MAX, i64::min);
+        deltas[n..].fill(least);
+        uleb(out, zigzag(least));
+        let mut widths = [0u8; MINIBLOCKS];
+        for (width, mini) in widths.iter_mut().zip(deltas.chunks_exact(MINIBLOCK)) {
+            // (narrow differences are INT32's, so each less the least is its unsigned 32-bit difference)
+            let any = mini
+                .iter()
+                .fold(0u64, |any, &d| any | d.wrapping_sub(least) as u64);
+            *width = (64 - any.leading_zeros()) as u8;
+        }
+        out.extend_from_slice(&widths);
+        for (&width, mini) in widths.iter().zip(deltas.chunks_exact(MINIBLOCK)) {
+            bit_pack(mini.try_into().unwrap(), least, width as u32, out);
         }
     }
 }
 
-/// 32 values of WIDTH bits each, packed from the least significant bit up, 64 bits at a time.
-fn bit_pack(values: &[u64; MINIBLOCK], width: u32, out: &mut Vec<u8>) {
-    if width == 0 {
-        return;
+/// 32 differences less LEAST, of WIDTH bits each, packed from the least significant bit up: 4 * WIDTH bytes
+/// appended to OUT, by a packer made for the width (its shifts constants).
+fn bit_pack(deltas: &[i64; MINIBLOCK], least: i64, width: u32, out: &mut Vec<u8>) {
+    macro_rules! by_width {
+        ($($w:literal)*) => {
+            match width {
+                0 => {}
+                $($w => pack::<$w>(deltas, least, out),)*
+                _ => unreachable!("a width of more than 64 bits"),
+            }
+        };
     }
-    let (mut held, mut bits) = (0u64, 0u32);
-    for &value in values {
-        held |= value << bits;
-        bits += width;
-        if bits >= 64 {
-            out.extend_from_slice(&held.to_le_bytes());
-            bits -= 64;
-            // the value's bits that did not fit (none when it ended the word)
-            held = if bits == 0 {
-                0
-            } else {
-                value >> (width - bits)
+    by_width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+              33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
+}
+
+/// bit_pack for one WIDTH, W.
+#[inline(always)]
+fn pack<const W: u32>(deltas: &[i64; MINIBLOCK], least: i64, out: &mut Vec<u8>) {
+    let bytes = 4 * W as usize;
+    out.reserve(bytes);
+    let at = out.len();
+    // SAFETY: the room for BYTES more was reserved just now; each word is written within it (32 * W bits are
+    // W / 2 whole words, and 4 bytes more when W is odd).
+    unsafe {
+        let base = out.as_mut_ptr().add(at);
+        let (mut held, mut bits, mut word) = (0u64, 0u32, 0usize);
+        macro_rules! one {
+            ($i:expr) => {
+                let value = deltas[$i].wrapping_sub(least) as u64;
+                held |= value << bits;
+                bits += W;
+                if bits >= 64 {
+                    std::ptr::write_unaligned(base.add(8 * word) as *mut u64, held.to_le());
+                    word += 1;
+                    bits -= 64;
+                    // the value's bits that did not fit (none when it ended the word)
+                    held = if bits == 0 { 0 } else { value >> (W - bits) };
+                }
             };
         }
+        macro_rules! all {
+            ($($i:literal)*) => { $(one!($i);)* };
+        }
+        all!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+        if bits > 0 {
+            std::ptr::write_unaligned(base.add(8 * word) as *mut u32, (held as u32).to_le());
+        }
+        out.set_len(at + bytes);
     }
-    out.extend_from_slice(&held.to_le_bytes()[..(bits / 8) as usize]);
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -819,6 +880,33 @@ mod tests {
     }
 
     #[test]
+    fn values_of_every_width_decode_to_themselves() {
+        let mut seed = 1u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed
+        };
+        for bits in 0..=64u32 {
+            let mask = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
+            // 300 values: two whole blocks and a short one, its last miniblock short too
+            let values: Vec<i64> = (0..300).map(|_| (next() & mask) as i64).collect();
+            let mut out = Vec::new();
+            delta_binary_packed(&values, false, &mut out);
+            assert_eq!(decode(&out, false), values, "{bits} bits");
+            let narrow: Vec<i64> = values.iter().map(|&v| v as i32 as i64).collect();
+            out.clear();
+            delta_binary_packed(&narrow, true, &mut out);
+            assert_eq!(decode(&out, true), narrow, "{bits} bits, narrow");
+        }
+    }
+
+    #[test]
     fn definition_levels_are_runs_of_one_level() {
         let mut out = Vec::new();
         definition_levels(None, 300, &mut out);
@@ -830,6 +918,26 @@ mod tests {
         out.clear();
         definition_levels(None, 0, &mut out);
         assert_eq!(out, [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn prefixes_of_ranges_count_no_byte_past_the_shorter_key() {
+        let data = b"ababcabcdefghijabcdefghiXabc";
+        let shared = |a: std::ops::Range<usize>, b: std::ops::Range<usize>| {
+            let expected = common_prefix(&data[a.clone()], &data[b.clone()]);
+            let found = shared_prefix(data, a, b);
+            assert_eq!(found, expected);
+            found
+        };
+        assert_eq!(shared(0..2, 2..5), 2); // "ab", "abc"
+        assert_eq!(shared(2..5, 5..15), 3); // "abc", "abcdefghij"
+        assert_eq!(shared(5..15, 15..25), 9); // the last bytes by bytes: no word left in the data
+        assert_eq!(shared(15..25, 25..28), 3);
+        assert_eq!(shared(0..0, 0..2), 0);
+        assert_eq!(shared(0..2, 2..2), 0);
+        // "ab", "abab": the words go on equal for two bytes past the shorter key
+        let data = b"abababZ0123456789";
+        assert_eq!(shared_prefix(data, 0..2, 2..6), 2);
     }
 
     #[test]
