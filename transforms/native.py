@@ -1,11 +1,24 @@
 """The native kernel (native/, Rust, built by `pip install` as ngramflow.transforms._kernel), and the
-Arrow and NumPy faces of its column functions; the per-chunk parse is transforms/kernel.py's."""
+Arrow and NumPy faces of its column functions; the per-chunk parse is transforms/kernel.py's.
+
+`pip install` builds the kernel twice: for any CPU of its architecture (`_kernel`) and for x86-64-v3
+(`_kernel_v3`: AVX2, BMI2, ...), which this module loads where the CPU runs it, as `_kernel`. The same
+results, byte for byte (tests/test_kernel_builds.py); the second 2-3% less CPU an import (BENCHMARKS.md,
+thirty-sixth round). A machine's wheel or image may run on another machine: the choice is made where it runs.
+"""
+
+import os
 
 import numpy as np
 import pyarrow as pa
 
-from ngramflow.errors import KernelMissing
+from ngramflow.errors import KernelMissing, UserError
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN
+
+#: The environment variable that chooses the kernel's build: PORTABLE_BUILD for the build for any CPU, where
+#: the one for x86-64-v3 would be taken (tests compare the two; a user may rule a build out).
+KERNEL_BUILD_VARIABLE = "NGRAMFLOW_KERNEL_BUILD"
+PORTABLE_BUILD = "portable"
 
 try:
     from ngramflow.transforms import _kernel
@@ -13,6 +26,17 @@ except ImportError as err:  # no silent fallback to a slower path: the command l
     raise KernelMissing(f"ngramflow's native parse kernel (ngramflow.transforms._kernel, built from native/ with "
                         f"cargo) is not built or does not load ({err}); run `make setup`, which builds it "
                         "(needs cargo)") from None
+
+_build = os.environ.get(KERNEL_BUILD_VARIABLE, "")
+if _build not in ("", PORTABLE_BUILD):
+    raise UserError(f"{KERNEL_BUILD_VARIABLE}={_build!r}: only {PORTABLE_BUILD!r} (the kernel built for any CPU) "
+                        "may be asked for; unset, the fastest build this CPU runs is taken")
+if not _build and _kernel.runs_x86_64_v3():
+    try:
+        from ngramflow.transforms import _kernel_v3 as _kernel
+    except ImportError as err:
+        raise KernelMissing(f"ngramflow's native kernel for x86-64-v3 (ngramflow.transforms._kernel_v3) is not built "
+                            f"or does not load ({err}); run `make setup`, which builds it (needs cargo)") from None
 
 assert _kernel.MASK_BYTES == (YEAR_MAX - YEAR_MIN) // 8 + 1, "native/ and schemas disagree on the year range"
 

@@ -1023,9 +1023,41 @@ impl ParquetFile {
     }
 }
 
+/// Whether this machine's CPU runs code built for x86-64-v3 (AVX2, BMI2, FMA, ...: Intel since 2013, AMD since
+/// 2015): `pip install` builds the kernel twice, for any x86-64 and, as `_kernel_v3`, for x86-64-v3, and
+/// transforms/native.py loads the second where this says it runs.
+#[pyfunction]
+fn runs_x86_64_v3() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        // x86-64-v3's features, and x86-64-v2's below them (the psABI's levels)
+        has!("avx")
+            && has!("avx2")
+            && has!("bmi1")
+            && has!("bmi2")
+            && has!("f16c")
+            && has!("fma")
+            && has!("lzcnt")
+            && has!("movbe")
+            && has!("xsave")
+            && has!("cmpxchg16b")
+            && has!("popcnt")
+            && has!("sse3")
+            && has!("sse4.1")
+            && has!("sse4.2")
+            && has!("ssse3")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+// The same module built for x86-64-v3 is named for its file (pyproject.toml's second ext-module).
 #[pymodule]
+#[cfg_attr(feature = "x86-64-v3", pyo3(name = "_kernel_v3"))]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
+    m.add_function(wrap_pyfunction!(runs_x86_64_v3, m)?)?;
     m.add("RANK_HEAD", order::RANK_HEAD)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
