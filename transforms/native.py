@@ -30,7 +30,7 @@ except ImportError as err:  # no silent fallback to a slower path: the command l
 _build = os.environ.get(KERNEL_BUILD_VARIABLE, "")
 if _build not in ("", PORTABLE_BUILD):
     raise UserError(f"{KERNEL_BUILD_VARIABLE}={_build!r}: only {PORTABLE_BUILD!r} (the kernel built for any CPU) "
-                        "may be asked for; unset, the fastest build this CPU runs is taken")
+                    "may be asked for; unset, the fastest build this CPU runs is taken")
 if not _build and _kernel.runs_x86_64_v3():
     try:
         from ngramflow.transforms import _kernel_v3 as _kernel

@@ -1057,8 +1057,8 @@ fn runs_x86_64_v3() -> bool {
 #[cfg_attr(feature = "x86-64-v3", pyo3(name = "_kernel_v3"))]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MASK_BYTES", runs::MASK_BYTES)?;
-    m.add_function(wrap_pyfunction!(runs_x86_64_v3, m)?)?;
     m.add("RANK_HEAD", order::RANK_HEAD)?;
+    m.add_function(wrap_pyfunction!(runs_x86_64_v3, m)?)?;
     m.add_function(wrap_pyfunction!(collapse_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order, m)?)?;
