@@ -1660,13 +1660,8 @@ pub(crate) mod tests {
 
     #[test]
     fn radix_sort_sorts_and_keeps_ties_in_place() {
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = numbers(7);
+        let mut next = || next() as u64;
         // Few distinct keys (many ties), keys differing in high bytes only, and keys near u64::MAX.
         let items: Vec<(u64, u32)> = (0..5000u32)
             .map(|i| match i % 4 {
