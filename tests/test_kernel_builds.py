@@ -51,6 +51,19 @@ def _written(folder) -> dict[str, str]:
             for root, _, names in os.walk(folder) for name in names if name != "_manifest.json"}
 
 
+@pytest.mark.skipif(not _kernel.runs_x86_64_v3(), reason="this CPU runs only the kernel's build for any CPU")
+def test_the_build_for_any_cpu_is_taken_when_asked_for():
+    def loaded(build):
+        env = {key: value for key, value in os.environ.items() if key != KERNEL_BUILD_VARIABLE}
+        env.update({KERNEL_BUILD_VARIABLE: build} if build else {})
+        return subprocess.run([sys.executable, "-c", "from ngramflow.transforms import native; "
+                               "print(native._kernel.__name__)"], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert loaded(None) == "ngramflow.transforms._kernel_v3"
+    assert loaded(PORTABLE_BUILD) == "ngramflow.transforms._kernel"
+
+
 def test_a_wrong_build_asked_for_is_one_line(tmp_path):
     done = _ngramflow("avx2", "import", os.path.join(SAMPLE, "2012"), "--output", tmp_path / "out")
     assert done.returncode == 2
