@@ -3,7 +3,7 @@ Arrow and NumPy faces of its column functions; the per-chunk parse is transforms
 
 `pip install` builds the kernel twice: for any CPU of its architecture (`_kernel`) and for x86-64-v3
 (`_kernel_v3`: AVX2, BMI2, ...), which this module loads where the CPU runs it, as `_kernel`. The same
-results, byte for byte (tests/test_kernel_builds.py); the second 2-3% less CPU an import (BENCHMARKS.md,
+results, byte for byte (tests/test_kernel_builds.py); the second up to 3% less CPU an import (BENCHMARKS.md,
 thirty-sixth round). A machine's wheel or image may run on another machine: the choice is made where it runs.
 """
 

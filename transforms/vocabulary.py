@@ -251,7 +251,7 @@ def ranks_in_order(table: pa.Table) -> pa.Table:
     """RANKED rows in pieces each in id order (ranked run files', ranked buffers') -> the same rows in id order:
     sort_by_rank's merge, the rows gathered natively (native.take_keys), where Arrow concatenated the pieces and
     then took the rows from the copy. Rows in order already (a ranked buffer of one sequence, as most are) are
-    given as they are: their copy was half the time of a spill of 600K ranked rows (10 ms)."""
+    given as they are: their copy was a third of a spill of 600K ranked rows (10 -> 6.5 ms)."""
     ranks, order = _merge_order(table)
     return pa.table([ranks if order is None else native.take_keys(ranks, order, 0, pa.binary()),
                      _volumes(table, order)], names=[_RANK, "volume_count"])
