@@ -50,8 +50,11 @@ class _Absent:
     """Finds the UNUSED packages and modules nowhere, nor what they hold: importing one fails as it would where it
     is not installed."""
 
+    #: What the UNUSED packages and modules hold: asked of every import of the process, made once.
+    INSIDE = tuple(unused + "." for unused in UNUSED)
+
     def find_spec(self, name, path=None, target=None):
-        if any(name == unused or name.startswith(unused + ".") for unused in UNUSED):
+        if name in UNUSED or name.startswith(self.INSIDE):
             raise ModuleNotFoundError(f"{name} is kept out of the ngramflow command", name=name)
         return None
 
