@@ -43,6 +43,8 @@ def test_merge_order_is_a_stable_sort_and_its_groups(seed):
         assert (order is None) == (expected.tolist() == list(range(len(keys))))
         in_order = keys.take(pa.array(got, pa.int64())).to_pylist()
         assert starts.tolist() == [i for i, k in enumerate(in_order) if i == 0 or k != in_order[i - 1]]
+        alone = native.rows_in_order(keys)  # the order without the groups: the same
+        assert (alone is None) == (order is None) and (order is None or alone.tolist() == order.tolist())
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -65,6 +65,15 @@ def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
 
 
+def rows_in_order(keys: pa.Array) -> np.ndarray | None:
+    """merge_order's first alone (the rows in key order, None when they already are), for keys whose groups
+    are not asked for."""
+    if len(keys) == 0:
+        return None
+    order = _kernel.rows_in_order(*_string_buffers(keys))
+    return None if order is None else np.frombuffer(order, np.int64)
+
+
 def strictly_ascending(keys: pa.Array) -> bool:
     """Whether a string array's keys ascend strictly (UTF-8 byte order): sorted, each key once."""
     order, starts = merge_order(keys)

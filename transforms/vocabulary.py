@@ -241,9 +241,9 @@ def rank_tokens_in_order(tokens: pa.Table) -> pa.Table:
 
 def sort_by_rank(table: pa.Table) -> pa.Table:
     """Rows of with_rank in id order, every column kept (ranks are distinct: they hold the token): a part of
-    the sample sort (number_part). native.merge_order merges pieces each in id order and sorts others; the
+    the sample sort (number_part). native.rows_in_order merges pieces each in id order and sorts others; the
     external sort's merges gather natively (ranks_in_order)."""
-    order, _ = native.merge_order(columnar.whole(table[_RANK]))
+    order = native.rows_in_order(columnar.whole(table[_RANK]))
     return (table if order is None else table.take(order)).combine_chunks()
 
 
@@ -269,7 +269,7 @@ def tokens_by_rank(table: pa.Table) -> pa.Table:
 def _merge_order(table: pa.Table) -> tuple[pa.Array, np.ndarray | None]:
     """(the ranks of RANKED rows in pieces each in id order, whole; the order that merges them, None: in order)."""
     ranks = columnar.whole(table[_RANK])
-    return ranks, native.merge_order(ranks)[0]
+    return ranks, native.rows_in_order(ranks)
 
 
 def _volumes(table: pa.Table, order: np.ndarray | None) -> pa.Array:

@@ -29,6 +29,16 @@ impl Keys<'_> {
         &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
+    /// The Ith key where its offsets lie within the data (None elsewhere): for the keys of a check-free caller,
+    /// which reads a few of them (`rows_below`).
+    pub fn checked_get(&self, i: usize) -> Option<&[u8]> {
+        let (start, end) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
+        if start < 0 || start > end {
+            return None;
+        }
+        self.data.get(start as usize..end as usize)
+    }
+
     /// Whether the offsets are non-decreasing and within the data: what `get` relies on.
     pub fn valid(&self) -> bool {
         self.offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1])
@@ -42,6 +52,18 @@ impl Keys<'_> {
 /// (rows in key order, or None when they already are; the position in that order of the first row
 /// of each group of equal keys). Equal keys keep their rows' order.
 pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
+    ordered(keys, true)
+}
+
+/// merge_order's rows in key order alone, for keys whose groups are not asked for (each key once, as the
+/// vocabulary's rank keys are): finding where each group begins compared every row's key with the one
+/// before it again.
+pub fn rows_in_order(keys: &Keys) -> Option<Vec<i64>> {
+    ordered(keys, false).0
+}
+
+/// merge_order's answer, its group starts left empty but with GROUPS.
+fn ordered(keys: &Keys, groups: bool) -> (Option<Vec<i64>>, Vec<i64>) {
     let n = keys.len();
     let bounds = pieces(keys);
     let sorted = bounds.len() <= 2;
@@ -50,9 +72,12 @@ pub fn merge_order(keys: &Keys) -> (Option<Vec<i64>>, Vec<i64>) {
         return (Some(order), starts);
     }
     if bounds.len() - 1 > TOURNAMENT_PIECES {
-        return tournament(keys, &bounds);
+        return tournament(keys, &bounds, groups);
     }
     let order = (!sorted).then(|| stable_order(keys, bounds));
+    if !groups {
+        return (order, Vec::new());
+    }
     let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
     let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
     if n > 0 {
@@ -370,7 +395,7 @@ impl Cursor {
 /// them pairwise took a pass over every row per level and looked each key's bytes up by row (the
 /// distinct tokens of 64 chunks, 2.1M rows: 115 ns a row pairwise). Equal keys come in piece order,
 /// which is row order; each row is compared with the one before as it is taken, for the group starts.
-fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
+fn tournament(keys: &Keys, bounds: &[usize], groups: bool) -> (Option<Vec<i64>>, Vec<i64>) {
     let k = bounds.len() - 1;
     let mut cursors: Vec<Cursor> = bounds
         .windows(2)
@@ -421,20 +446,22 @@ fn tournament(keys: &Keys, bounds: &[usize]) -> (Option<Vec<i64>>, Vec<i64>) {
     losers[0] = play(1, k, &mut losers, &|p, q| before(&cursors, p, q));
     let n = bounds[k];
     let mut order = Vec::with_capacity(n);
-    let mut starts = Vec::with_capacity(n / 2 + 1);
+    let mut starts = Vec::with_capacity(if groups { n / 2 + 1 } else { 0 });
     // The row taken before, for the group starts.
     let mut last: Option<Cursor> = None;
     // The winner's row taken: its group start (unless its key is the row's before) and its place in order.
     let mut take = |cursor: &mut Cursor| {
         let taken = *cursor;
-        if last
-            .as_ref()
-            .is_none_or(|last| last.cmp(&taken, keys) != Ordering::Equal)
-        {
-            starts.push(order.len() as i64);
+        if groups {
+            if last
+                .as_ref()
+                .is_none_or(|last| last.cmp(&taken, keys) != Ordering::Equal)
+            {
+                starts.push(order.len() as i64);
+            }
+            last = Some(taken);
         }
         order.push(taken.at as i64);
-        last = Some(taken);
         cursor.at += 1;
         cursor.load(keys);
     };
@@ -601,18 +628,18 @@ pub fn distinct_tokens(
 }
 
 /// The rows of sorted KEYS whose keys are below KEY, or up to and with it (THROUGH): a binary search.
-pub fn rows_below(keys: &Keys, key: &[u8], through: bool) -> usize {
+pub fn rows_below(keys: &Keys, key: &[u8], through: bool) -> Option<usize> {
     let (mut low, mut high) = (0, keys.len());
     while low < high {
         let middle = low + (high - low) / 2;
-        let order = key_order(keys.get(middle), key);
+        let order = key_order(keys.checked_get(middle)?, key);
         if order.is_lt() || (through && order.is_eq()) {
             low = middle + 1;
         } else {
             high = middle;
         }
     }
-    low
+    Some(low)
 }
 
 /// ITEMS (a key and a row each) in ascending key order, equal keys in their order: a least-significant-digit
@@ -1265,6 +1292,8 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(starts, want, "{words:?}");
+        // The order alone, where the groups are not asked for: the same order.
+        assert_eq!(rows_in_order(&keys), order, "{words:?}");
     }
 
     #[test]
@@ -1653,9 +1682,31 @@ pub(crate) mod tests {
             let key = key.as_bytes();
             let below = words.iter().filter(|w| w.as_bytes() < key).count();
             let through = words.iter().filter(|w| w.as_bytes() <= key).count();
-            assert_eq!(rows_below(&keys, key, false), below, "{key:?}");
-            assert_eq!(rows_below(&keys, key, true), through, "{key:?}");
+            assert_eq!(rows_below(&keys, key, false), Some(below), "{key:?}");
+            assert_eq!(rows_below(&keys, key, true), Some(through), "{key:?}");
         }
+    }
+
+    #[test]
+    fn rows_below_refuse_the_offsets_they_read_outside_the_data() {
+        let (mut offsets, data) = keys_of(&["a", "b", "c"]);
+        for (at, wrong) in [(2, 9), (2, -1), (1, 3)] {
+            let good = offsets[at];
+            offsets[at] = wrong; // past the data, negative, after the next key's start
+            let keys = Keys {
+                offsets: &offsets,
+                data: &data,
+            };
+            assert_eq!(rows_below(&keys, b"b", false), None, "{offsets:?}");
+            offsets[at] = good;
+        }
+        // The offsets of rows the search never reads are not looked at.
+        offsets[3] = 99;
+        let keys = Keys {
+            offsets: &offsets,
+            data: &data,
+        };
+        assert_eq!(rows_below(&keys, b"a", false), Some(0));
     }
 
     #[test]
