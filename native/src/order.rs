@@ -897,8 +897,17 @@ pub fn merge_tokens(
 }
 
 /// The order of each key (an n-gram: its tokens joined by single spaces), one byte each, at most 127.
+/// Keys with no space among all their bytes (a file of 1-grams) are of order 1 at once: one search of their
+/// bytes, where counting each key's spaces took 9 ns a key (the 2020 1-grams' 8M keys: 0.075 s of CPU).
 pub fn orders(keys: &Keys) -> Vec<u8> {
-    (0..keys.len()).map(|i| order_of(keys, i)).collect()
+    let n = keys.len();
+    if n > 0 {
+        let (start, end) = (keys.offsets[0] as usize, keys.offsets[n] as usize);
+        if memchr::memchr(b' ', &keys.data[start..end]).is_none() {
+            return vec![1; n];
+        }
+    }
+    (0..n).map(|i| order_of(keys, i)).collect()
 }
 
 /// The order of key I, as `orders` gives it.
@@ -1206,6 +1215,43 @@ pub(crate) mod tests {
                     .enumerate()
                     .fold(0u64, |word, (i, &b)| word | (b as u64) << (56 - 8 * i));
                 assert_eq!(head(&key), expected, "{key:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn orders_are_the_spaces_of_each_key_and_one() {
+        // Keys of 1-grams alone, then with one longer n-gram among them (first, last, or in a slice of
+        // the data that leaves out the bytes around it).
+        let words = ["a", "bc", "", "d"];
+        let (offsets, data) = keys_of(&words);
+        let keys = |offsets: &[i32]| {
+            orders(&Keys {
+                offsets,
+                data: &data,
+            })
+        };
+        assert_eq!(keys(&offsets), [1, 1, 1, 1]);
+        for longer in 0..words.len() {
+            let mut words: Vec<&str> = words.to_vec();
+            words[longer] = "x y z";
+            let (offsets, data) = keys_of(&words);
+            let mut want = vec![1u8; words.len()];
+            want[longer] = 3;
+            assert_eq!(
+                orders(&Keys {
+                    offsets: &offsets,
+                    data: &data
+                }),
+                want
+            );
+            // The same data, the keys before and after the longer n-gram alone: its spaces are not theirs.
+            for (from, to) in [(0, longer), (longer + 1, words.len())] {
+                let part = Keys {
+                    offsets: &offsets[from..=to],
+                    data: &data,
+                };
+                assert_eq!(orders(&part), vec![1u8; to - from]);
             }
         }
     }
