@@ -311,11 +311,15 @@ fn merge_order<'py>(
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (order, starts) = on_keys(py, &offsets, &data, order::merge_order)?;
-    let order = match order {
-        Some(rows) => Owned::wrap(py, rows)?,
-        None => py.None().into_bound(py),
-    };
-    PyTuple::new(py, [order, Owned::wrap(py, starts)?])
+    PyTuple::new(py, [order_object(py, order)?, Owned::wrap(py, starts)?])
+}
+
+/// An order of rows as Python gets it: None where they are in order already, else their positions (int64).
+fn order_object(py: Python<'_>, order: Option<Vec<i64>>) -> PyResult<Bound<'_, PyAny>> {
+    match order {
+        Some(rows) => Owned::wrap(py, rows),
+        None => Ok(py.None().into_bound(py)),
+    }
 }
 
 /// rows_in_order(offsets, data) -> order
@@ -327,10 +331,7 @@ fn rows_in_order<'py>(
     offsets: PyBuffer<i8>,
     data: PyBuffer<i8>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    match on_keys(py, &offsets, &data, order::rows_in_order)? {
-        Some(rows) => Owned::wrap(py, rows),
-        None => Ok(py.None().into_bound(py)),
-    }
+    order_object(py, on_keys(py, &offsets, &data, order::rows_in_order)?)
 }
 
 /// distinct_tokens(offsets, data, recent=None) -> (offsets, bytes, unigram rows)
