@@ -1269,6 +1269,30 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn each_token_cuts_as_split_at_each_space() {
+        // Keys of up to three words and a half over spaces and bytes next to them: spaces leading,
+        // trailing, doubled, at a word's edges, and none.
+        let mut next = numbers(17);
+        let alphabet = [b' ', b' ', b'a', 0x1F, 0x21, 0xA0, 0x00, 0xFF];
+        for _ in 0..20_000 {
+            let key: Vec<u8> = (0..next() % 30)
+                .map(|_| alphabet[next() % alphabet.len()])
+                .collect();
+            let mut tokens = Vec::new();
+            let longer = each_token(&key, |place, token| {
+                assert_eq!(place, tokens.len());
+                tokens.push(token);
+            });
+            let split: Vec<&[u8]> = key.split(|&b| b == b' ').collect();
+            if longer {
+                assert_eq!(tokens, split, "{key:?}");
+            } else {
+                assert!(tokens.is_empty() && split.len() == 1, "{key:?}");
+            }
+        }
+    }
+
+    #[test]
     fn a_token_hashes_as_its_words_copied_into_zeroed_words() {
         // The hash as it was made: each 8 bytes copied into a zeroed word, little-endian.
         fn copied(bytes: &[u8]) -> u64 {
