@@ -35,14 +35,19 @@ def test_the_build_for_x86_64_v3_is_taken_where_the_cpu_runs_it():
     assert native._kernel.__name__ == "ngramflow.transforms._kernel" + ("_v3" if runs_v3 else "")
 
 
-def _ngramflow(build: str | None, *args, env=None) -> subprocess.CompletedProcess:
-    """`ngramflow ARGS` in a process of its own, with the kernel's build BUILD (None: the one it chooses)."""
+def _with_build(build: str | None, env=None) -> dict[str, str]:
+    """This process's environment with ENV, asking for the kernel's build BUILD (None: the one it chooses)."""
     env = {**os.environ, **(env or {})}
     env.pop(KERNEL_BUILD_VARIABLE, None)
     if build is not None:
         env[KERNEL_BUILD_VARIABLE] = build
-    return subprocess.run([sys.executable, "-m", "ngramflow.cli", *map(str, args)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    return env
+
+
+def _ngramflow(build: str | None, *args, env=None) -> subprocess.CompletedProcess:
+    """`ngramflow ARGS` in a process of its own, with the kernel's build BUILD (None: the one it chooses)."""
+    return subprocess.run([sys.executable, "-m", "ngramflow.cli", *map(str, args)], env=_with_build(build, env),
+                          capture_output=True, text=True, timeout=600)
 
 
 def _written(folder) -> dict[str, str]:
@@ -54,11 +59,9 @@ def _written(folder) -> dict[str, str]:
 @pytest.mark.skipif(not _kernel.runs_x86_64_v3(), reason="this CPU runs only the kernel's build for any CPU")
 def test_the_build_for_any_cpu_is_taken_when_asked_for():
     def loaded(build):
-        env = {key: value for key, value in os.environ.items() if key != KERNEL_BUILD_VARIABLE}
-        env.update({KERNEL_BUILD_VARIABLE: build} if build else {})
         return subprocess.run([sys.executable, "-c", "from ngramflow.transforms import native; "
-                               "print(native._kernel.__name__)"], env=env, capture_output=True, text=True,
-                              check=True).stdout.strip()
+                               "print(native._kernel.__name__)"], env=_with_build(build), capture_output=True,
+                              text=True, check=True).stdout.strip()
 
     assert loaded(None) == "ngramflow.transforms._kernel_v3"
     assert loaded(PORTABLE_BUILD) == "ngramflow.transforms._kernel"

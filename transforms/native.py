@@ -62,15 +62,17 @@ def merge_order(keys: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
     if len(keys) == 0:
         return None, np.zeros(0, np.int64)
     order, starts = _kernel.merge_order(*_string_buffers(keys))
-    return None if order is None else np.frombuffer(order, np.int64), np.frombuffer(starts, np.int64)
+    return _rows(order), np.frombuffer(starts, np.int64)
 
 
 def rows_in_order(keys: pa.Array) -> np.ndarray | None:
     """merge_order's first alone (the rows in key order, None when they already are), for keys whose groups
     are not asked for."""
-    if len(keys) == 0:
-        return None
-    order = _kernel.rows_in_order(*_string_buffers(keys))
+    return None if len(keys) == 0 else _rows(_kernel.rows_in_order(*_string_buffers(keys)))
+
+
+def _rows(order) -> np.ndarray | None:
+    """An order the kernel gives (its rows, int64, or None: in order already) as NumPy's."""
     return None if order is None else np.frombuffer(order, np.int64)
 
 
