@@ -196,12 +196,17 @@ def test_distinct_tokens_are_every_token_once_in_byte_order_with_its_first_unigr
         if len(ngrams) > 5 and rng.random() < 0.3:
             ngrams = ngrams.slice(2, len(ngrams) - 4)
         expected = sorted({t for n in ngrams.to_pylist() for t in n.split(" ")}, key=lambda t: t.encode())
-        tokens, rows = native.distinct_tokens(ngrams)
-        assert tokens.to_pylist() == expected
         first_row = {}
         for row, ngram in enumerate(ngrams.to_pylist()):
             first_row.setdefault(ngram, row)
-        assert rows.tolist() == [first_row.get(token, -1) for token in expected]
+        # As one array, and as chunks (empty ones among them) whose rows count on from the chunk before.
+        cuts = sorted(rng.randint(0, len(ngrams)) for _ in range(rng.randint(1, 3)))
+        chunks = pa.chunked_array([ngrams.slice(a, b - a) for a, b in zip([0, *cuts], [*cuts, len(ngrams)])],
+                                  pa.string())
+        for strings in (ngrams, chunks):
+            tokens, rows = native.distinct_tokens(strings)
+            assert tokens.to_pylist() == expected
+            assert rows.tolist() == [first_row.get(token, -1) for token in expected]
 
 
 @pytest.mark.parametrize("cache_bytes", [64, 1 << 10, 1 << 20])

@@ -26,6 +26,20 @@ def test_sorted_unigrams_are_their_own_tokens():
     assert vocabulary.distinct_tokens(unigrams, unigrams=True).equals(vocabulary.distinct_tokens(unigrams))
 
 
+def test_tokens_of_tables_in_chunks_are_those_of_the_rows_in_one():
+    """A range's merge gives its tables one order each, 1-grams first, as the chunks of one table; Flink's
+    vocabulary any table (its unigrams in a later chunk too): the same tokens, with their unigram counts."""
+    unigrams = _ngrams(("a", 3), ("b", 7), ("zz", 1))
+    bigrams, trigrams = _ngrams(("a orphan", 5), ("b a", 2), ("zz é", 4)), _ngrams(("a b c", 1))
+    expected = [("a", 3), ("b", 7), ("c", None), ("orphan", None), ("zz", 1), ("é", None)]
+    for tables in ([unigrams, bigrams, trigrams], [bigrams, unigrams, trigrams], [trigrams, bigrams, unigrams]):
+        chunked = pa.concat_tables(tables)
+        assert chunked["ngram"].num_chunks == 3
+        tokens = vocabulary.distinct_tokens(chunked)
+        assert tokens.equals(vocabulary.distinct_tokens(chunked.combine_chunks()))
+        assert list(zip(tokens["token"].to_pylist(), tokens["match_count"].to_pylist())) == expected
+
+
 def test_ids_follow_count_then_bytes_and_reserve_the_specials():
     shards = [(0, _ngrams(("b", 10), ("zz", 99), ("a zz", 5))),
               (1, _ngrams(("a", 10), ("é", 10), ("_START_ a", 3), ("orphan b", 7)))]

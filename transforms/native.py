@@ -50,6 +50,12 @@ def _string_buffers(strings: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
     return offsets.slice(4 * strings.offset, 4 * (len(strings) + 1)), data or _NO_BYTES
 
 
+def _pieces(strings: pa.Array | pa.ChunkedArray) -> list[tuple[pa.Buffer, pa.Buffer]]:
+    """The (offsets, bytes) of each non-empty chunk of a string or binary array (an array: its one chunk)."""
+    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
+    return [_string_buffers(chunk) for chunk in chunks if len(chunk)]
+
+
 def count_lines(text: bytes) -> int:
     """The lines of a piece of whole lines, the last perhaps without its newline."""
     return _kernel.count_lines(text)
@@ -110,8 +116,7 @@ def rank_in_order(tokens: pa.ChunkedArray, counts: np.ndarray,
     and volume counts (int64, -1: none) -> (their volume counts, and their rank keys as rank_keys makes them,
     which hold their counts, in the vocabulary's id order): native/src/order.rs, a stable radix sort of the
     counts that writes each key where the order puts it and takes each volume count as it goes."""
-    pieces = [_string_buffers(chunk) for chunk in tokens.chunks if len(chunk)]
-    taken, offsets, data = _kernel.rank_in_order(pieces, _int64s(counts), _int64s(volumes))
+    taken, offsets, data = _kernel.rank_in_order(_pieces(tokens), _int64s(counts), _int64s(volumes))
     return np.frombuffer(taken, np.int64), pa.Array.from_buffers(
         pa.binary(), len(counts), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
@@ -167,14 +172,16 @@ def first_rows(order: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
 RecentTokens = _kernel.RecentTokens
 
 
-def distinct_tokens(ngrams: pa.Array, recent: RecentTokens | None = None) -> tuple[pa.Array, np.ndarray]:
-    """(the distinct tokens of a string array of n-grams, sorted; each one's first unigram row among the
-    n-grams, int64, -1 where it has none): native/src/order.rs. With RECENT, the tokens of n-grams of two
-    tokens or more that it holds are left out, and those it lacks it holds from then on; a unigram is always
-    given, with its row."""
+def distinct_tokens(ngrams: pa.Array | pa.ChunkedArray,
+                    recent: RecentTokens | None = None) -> tuple[pa.Array, np.ndarray]:
+    """(the distinct tokens of a string array of n-grams, or of a chunked one's chunks in turn, sorted; each
+    one's first unigram row among the n-grams, int64, -1 where it has none): native/src/order.rs, the chunks
+    as they are (joined, a range's tables of one order each were copied whole once more). With RECENT, the
+    tokens of n-grams of two tokens or more that it holds are left out, and those it lacks it holds from then
+    on; a unigram is always given, with its row."""
     if len(ngrams) == 0:
         return pa.array([], pa.string()), np.zeros(0, np.int64)
-    offsets, tokens, rows = _kernel.distinct_tokens(*_string_buffers(ngrams), recent)
+    offsets, tokens, rows = _kernel.distinct_tokens(_pieces(ngrams), recent)
     return (pa.Array.from_buffers(pa.string(), len(offsets) // 4 - 1,
                                   [None, pa.py_buffer(offsets), pa.py_buffer(tokens)]),
             np.frombuffer(rows, np.int64))
@@ -208,9 +215,8 @@ def mask_stats(masks: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def _grouped(keys: pa.Array, matches: np.ndarray, volumes: np.ndarray, masks, order: np.ndarray | None,
              starts: np.ndarray) -> tuple:
     """The columns of the kernel's merges of groups (merge_groups, merge_ngrams), as it takes them: one tuple."""
-    chunks = masks.chunks if isinstance(masks, pa.ChunkedArray) else [masks]
-    return (*_string_buffers(keys), _int64s(matches), _int64s(volumes), [_string_buffers(c) for c in chunks if len(c)],
-            _int64s(order), _int64s(starts))
+    return (*_string_buffers(keys), _int64s(matches), _int64s(volumes), _pieces(masks), _int64s(order),
+            _int64s(starts))
 
 
 _SUMMED = ("match", "volume")  # the kernel's columns of a sum past int64, by number

@@ -56,10 +56,9 @@ def distinct_tokens(ngrams: pa.Table, unigrams: bool = False, recent: native.Rec
     before (native.distinct_tokens), left out but for unigrams' rows."""
     if unigrams:
         return pa.table([ngrams["ngram"], ngrams["match_count"], ngrams["volume_count"]], schema=TOKENS)
-    tokens, rows = native.distinct_tokens(columnar.whole(ngrams["ngram"]), recent)
+    tokens, rows = native.distinct_tokens(ngrams["ngram"], recent)
     row = pa.array(rows, mask=rows < 0)  # each token's unigram row, or null
-    # Each column whole first: a take from a chunked array looks up each row's chunk.
-    counts = (columnar.whole(ngrams[column]).take(row) for column in ("match_count", "volume_count"))
+    counts = (columnar.holding(ngrams[column], rows).take(row) for column in ("match_count", "volume_count"))
     return pa.table([tokens, *counts], schema=TOKENS)
 
 

@@ -299,6 +299,29 @@ fn on_keys<R: Send>(
     py.allow_threads(|| with_keys(offsets, data, f))
 }
 
+/// F of the keys of PIECES, each an Arrow string array's buffers (offsets, data) checked as with_keys checks
+/// one, run without holding Python's lock (as on_keys).
+fn on_pieces<R: Send>(
+    py: Python<'_>,
+    pieces: &[(PyBuffer<i8>, PyBuffer<i8>)],
+    f: impl FnOnce(&[order::Keys]) -> R + Send,
+) -> PyResult<R> {
+    let buffers = pieces
+        .iter()
+        .map(|(offsets, data)| Ok((buffer_bytes(offsets)?, buffer_bytes(data)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    py.allow_threads(|| {
+        let offsets: Vec<_> = buffers.iter().map(|(offsets, _)| int32s(offsets)).collect();
+        let keys = buffers
+            .iter()
+            .zip(&offsets)
+            .map(|(&(offset_bytes, data), offsets)| checked_keys(offset_bytes, offsets, data))
+            .collect::<Option<Vec<_>>>();
+        keys.map(|keys| f(&keys))
+    })
+    .ok_or_else(|| PyValueError::new_err(OFFSETS_OUTSIDE))
+}
+
 /// merge_order(offsets, data) -> (order, starts)
 ///
 /// Keys laid out as an Arrow string array (OFFSETS: n + 1 int32, into DATA) in key order (order.rs):
@@ -334,23 +357,22 @@ fn rows_in_order<'py>(
     order_object(py, on_keys(py, &offsets, &data, order::rows_in_order)?)
 }
 
-/// distinct_tokens(offsets, data, recent=None) -> (offsets, bytes, unigram rows)
+/// distinct_tokens(pieces, recent=None) -> (offsets, bytes, unigram rows)
 ///
-/// The distinct tokens of n-grams laid out as an Arrow string array (OFFSETS: n + 1 int32, into
-/// DATA), sorted, laid out the same way, and each token's first unigram row among the n-grams, int64
-/// (-1: none) (order.rs); without those RECENT (a RecentTokens) holds, which it then holds.
+/// The distinct tokens of n-grams laid out as PIECES of Arrow string arrays ((offsets, data) each, n + 1
+/// int32 into DATA; their rows one piece after another), sorted, laid out as one such array, and each
+/// token's first unigram row among the n-grams, int64 (-1: none) (order.rs); without those RECENT (a
+/// RecentTokens) holds, which it then holds.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, recent=None))]
+#[pyo3(signature = (pieces, recent=None))]
 fn distinct_tokens<'py>(
     py: Python<'py>,
-    offsets: PyBuffer<i8>,
-    data: PyBuffer<i8>,
+    pieces: Vec<(PyBuffer<i8>, PyBuffer<i8>)>,
     mut recent: Option<PyRefMut<'py, RecentTokens>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let recent = recent.as_deref_mut().map(|recent| &mut recent.0);
-    let (offsets, bytes, rows) = on_keys(py, &offsets, &data, |keys| {
-        order::distinct_tokens(keys, recent)
-    })?;
+    let (offsets, bytes, rows) =
+        on_pieces(py, &pieces, |keys| order::distinct_tokens(keys, recent))?;
     PyTuple::new(
         py,
         [
@@ -741,26 +763,15 @@ fn rank_in_order<'py>(
     volumes: PyBuffer<i64>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (counts, volumes) = (int64s(&counts)?, int64s(&volumes)?);
-    let buffers = pieces
-        .iter()
-        .map(|(offsets, data)| Ok((buffer_bytes(offsets)?, buffer_bytes(data)?)))
-        .collect::<PyResult<Vec<_>>>()?;
-    let ranked = py.allow_threads(|| {
-        let offsets: Vec<_> = buffers.iter().map(|(offsets, _)| int32s(offsets)).collect();
-        let tokens = buffers
-            .iter()
-            .zip(&offsets)
-            .map(|(&(offset_bytes, data), offsets)| checked_keys(offset_bytes, offsets, data))
-            .collect::<Option<Vec<_>>>()
-            .ok_or(OFFSETS_OUTSIDE)?;
+    let ranked = on_pieces(py, &pieces, |tokens| {
         let rows: usize = tokens.iter().map(order::Keys::len).sum();
         if rows != counts.len() || rows != volumes.len() || rows > u32::MAX as usize {
             return Err(
                 "rank_in_order: one count and one volume per token, at most 2^32 tokens, expected",
             );
         }
-        order::rank_in_order(&tokens, counts, volumes).ok_or("rank_in_order: the keys pass 2 GiB")
-    });
+        order::rank_in_order(tokens, counts, volumes).ok_or("rank_in_order: the keys pass 2 GiB")
+    })?;
     let ranked = ranked.map_err(PyValueError::new_err)?;
     PyTuple::new(
         py,

@@ -582,13 +582,14 @@ fn tail_word(rest: &[u8]) -> u64 {
     }
 }
 
-/// The distinct tokens of the keys (n-grams: tokens joined by single spaces), sorted, as (offsets,
-/// bytes) of an Arrow string array, and for each token the first row of its unigram among the keys (-1:
-/// none). With RECENT, the tokens of n-grams of two or more tokens that it holds are left out (they are in
+/// The distinct tokens of the keys of PIECES (n-grams: tokens joined by single spaces; the rows of the
+/// pieces one after another), sorted, as (offsets, bytes) of an Arrow string array, and for each token the
+/// first row of its unigram among them (-1: none). Pieces, not the keys joined: a range's merge gives its
+/// tables one order each, and joining them copied every n-gram of the range once more. With RECENT, the tokens of n-grams of two or more tokens that it holds are left out (they are in
 /// a token run already), and those it lacks are checked in. A unigram is always given, for its row (and
 /// not checked in: unigrams are distinct, and few n-grams after them in a sorted table hold their token).
-pub fn distinct_tokens(
-    keys: &Keys,
+pub fn distinct_tokens<'k>(
+    pieces: &[Keys<'k>],
     mut recent: Option<&mut RecentTokens>,
 ) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     // Tokens repeat (n-grams share them): sets first, so that only distinct ones are sorted. One set
@@ -603,8 +604,10 @@ pub fn distinct_tokens(
     // Sorted n-grams mostly share their first tokens with the n-gram before, so a token equal to
     // the one in the same place of the n-gram before is known without a set.
     let mut before: Vec<&[u8]> = Vec::new();
-    for i in 0..keys.len() {
-        let key = keys.get(i);
+    let rows = pieces
+        .iter()
+        .flat_map(|keys| (0..keys.len()).map(move |i| keys.get(i)));
+    for (i, key) in rows.enumerate() {
         let longer = each_token(key, |place, token| {
             match before.get_mut(place) {
                 Some(seen) if same_key(seen, token) => return,
@@ -1675,10 +1678,10 @@ pub(crate) mod tests {
     fn tokens_of(keys: &[&str], recent: Option<&mut RecentTokens>) -> (Vec<String>, Vec<i64>) {
         let (offsets, data) = keys_of(keys);
         let (offsets, bytes, rows) = distinct_tokens(
-            &Keys {
+            &[Keys {
                 offsets: &offsets,
                 data: &data,
-            },
+            }],
             recent,
         );
         let tokens = offsets
@@ -1693,6 +1696,40 @@ pub(crate) mod tests {
         let (tokens, rows) = tokens_of(&["b a", "a", "c b a", "é", "a b", "d"], None);
         assert_eq!(tokens, ["a", "b", "c", "d", "\u{e9}"]);
         assert_eq!(rows, vec![1, -1, -1, 5, 3]);
+    }
+
+    #[test]
+    fn distinct_tokens_of_pieces_are_those_of_their_rows_joined() {
+        // The rows cut into two and three pieces at every place (an empty piece among them): the same tokens,
+        // and unigram rows counted over the pieces in turn.
+        let keys = ["b a", "a", "c b a", "\u{e9}", "a b", "d", "d", "b"];
+        let whole = tokens_of(&keys, None);
+        let pieces_of = |cuts: &[usize]| {
+            let bounds: Vec<usize> = std::iter::once(0)
+                .chain(cuts.iter().copied())
+                .chain(std::iter::once(keys.len()))
+                .collect();
+            let laid: Vec<(Vec<i32>, Vec<u8>)> = bounds
+                .windows(2)
+                .map(|w| keys_of(&keys[w[0]..w[1]]))
+                .collect();
+            let pieces: Vec<Keys> = laid
+                .iter()
+                .map(|(offsets, data)| Keys { offsets, data })
+                .collect();
+            let (offsets, bytes, rows) = distinct_tokens(&pieces, None);
+            let tokens: Vec<String> = offsets
+                .windows(2)
+                .map(|w| String::from_utf8(bytes[w[0] as usize..w[1] as usize].to_vec()).unwrap())
+                .collect();
+            (tokens, rows)
+        };
+        for a in 0..=keys.len() {
+            assert_eq!(pieces_of(&[a]), whole, "cut at {a}");
+            for b in a..=keys.len() {
+                assert_eq!(pieces_of(&[a, b]), whole, "cuts at {a} and {b}");
+            }
+        }
     }
 
     #[test]
