@@ -1676,14 +1676,20 @@ pub(crate) mod tests {
 
     /// distinct_tokens of KEYS: (tokens as strings, their unigram rows).
     fn tokens_of(keys: &[&str], recent: Option<&mut RecentTokens>) -> (Vec<String>, Vec<i64>) {
-        let (offsets, data) = keys_of(keys);
-        let (offsets, bytes, rows) = distinct_tokens(
-            &[Keys {
-                offsets: &offsets,
-                data: &data,
-            }],
-            recent,
-        );
+        tokens_of_pieces(&[keys], recent)
+    }
+
+    /// distinct_tokens of the keys of PIECES, one piece after another.
+    fn tokens_of_pieces(
+        pieces: &[&[&str]],
+        recent: Option<&mut RecentTokens>,
+    ) -> (Vec<String>, Vec<i64>) {
+        let laid: Vec<(Vec<i32>, Vec<u8>)> = pieces.iter().map(|keys| keys_of(keys)).collect();
+        let pieces: Vec<Keys> = laid
+            .iter()
+            .map(|(offsets, data)| Keys { offsets, data })
+            .collect();
+        let (offsets, bytes, rows) = distinct_tokens(&pieces, recent);
         let tokens = offsets
             .windows(2)
             .map(|w| String::from_utf8(bytes[w[0] as usize..w[1] as usize].to_vec()).unwrap())
@@ -1709,20 +1715,8 @@ pub(crate) mod tests {
                 .chain(cuts.iter().copied())
                 .chain(std::iter::once(keys.len()))
                 .collect();
-            let laid: Vec<(Vec<i32>, Vec<u8>)> = bounds
-                .windows(2)
-                .map(|w| keys_of(&keys[w[0]..w[1]]))
-                .collect();
-            let pieces: Vec<Keys> = laid
-                .iter()
-                .map(|(offsets, data)| Keys { offsets, data })
-                .collect();
-            let (offsets, bytes, rows) = distinct_tokens(&pieces, None);
-            let tokens: Vec<String> = offsets
-                .windows(2)
-                .map(|w| String::from_utf8(bytes[w[0] as usize..w[1] as usize].to_vec()).unwrap())
-                .collect();
-            (tokens, rows)
+            let pieces: Vec<&[&str]> = bounds.windows(2).map(|w| &keys[w[0]..w[1]]).collect();
+            tokens_of_pieces(&pieces, None)
         };
         for a in 0..=keys.len() {
             assert_eq!(pieces_of(&[a]), whole, "cut at {a}");
