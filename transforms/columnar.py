@@ -27,13 +27,12 @@ def whole(column) -> pa.Array:
     return column
 
 
-def holding(column, rows: np.ndarray) -> pa.Array:
-    """The part of a column that holds ROWS (positions in it, -1: none), as one array to take them from: a
-    chunked array's first chunk where they all lie there (a range's merge gives its tables of one order each
-    in ascending order, and a table's unigram rows are in the first, of 1-grams), else the column whole (a take
-    from a chunked array looks up each row's chunk; joined, the counts of every n-gram of a range were copied
-    for its unigrams' few)."""
-    if isinstance(column, pa.ChunkedArray) and column.num_chunks and rows.max(initial=-1) < len(column.chunk(0)):
+def leading(column, rows: int) -> pa.Array:
+    """A column's first ROWS rows at least, as one array to take rows from: a chunked array's first chunk where
+    it holds them (a range's merge gives its tables of one order each in ascending order, and a table's unigram
+    rows are in the first, of 1-grams), else the column whole (a take from a chunked array looks up each row's
+    chunk; joined, the counts of every n-gram of a range were copied for its unigrams' few)."""
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks and rows <= len(column.chunk(0)):
         return column.chunk(0)
     return whole(column)
 

@@ -58,7 +58,8 @@ def distinct_tokens(ngrams: pa.Table, unigrams: bool = False, recent: native.Rec
         return pa.table([ngrams["ngram"], ngrams["match_count"], ngrams["volume_count"]], schema=TOKENS)
     tokens, rows = native.distinct_tokens(ngrams["ngram"], recent)
     row = pa.array(rows, mask=rows < 0)  # each token's unigram row, or null
-    counts = (columnar.holding(ngrams[column], rows).take(row) for column in ("match_count", "volume_count"))
+    within = int(rows.max(initial=-1)) + 1  # the rows that hold them
+    counts = (columnar.leading(ngrams[column], within).take(row) for column in ("match_count", "volume_count"))
     return pa.table([tokens, *counts], schema=TOKENS)
 
 

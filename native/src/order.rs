@@ -585,11 +585,12 @@ fn tail_word(rest: &[u8]) -> u64 {
 /// The distinct tokens of the keys of PIECES (n-grams: tokens joined by single spaces; the rows of the
 /// pieces one after another), sorted, as (offsets, bytes) of an Arrow string array, and for each token the
 /// first row of its unigram among them (-1: none). Pieces, not the keys joined: a range's merge gives its
-/// tables one order each, and joining them copied every n-gram of the range once more. With RECENT, the tokens of n-grams of two or more tokens that it holds are left out (they are in
-/// a token run already), and those it lacks are checked in. A unigram is always given, for its row (and
-/// not checked in: unigrams are distinct, and few n-grams after them in a sorted table hold their token).
-pub fn distinct_tokens<'k>(
-    pieces: &[Keys<'k>],
+/// tables one order each, and joining them copied every n-gram of the range once more. With RECENT, the
+/// tokens of n-grams of two or more tokens that it holds are left out (they are in a token run already),
+/// and those it lacks are checked in. A unigram is always given, for its row (and not checked in: unigrams
+/// are distinct, and few n-grams after them in a sorted table hold their token).
+pub fn distinct_tokens(
+    pieces: &[Keys],
     mut recent: Option<&mut RecentTokens>,
 ) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
     // Tokens repeat (n-grams share them): sets first, so that only distinct ones are sorted. One set
