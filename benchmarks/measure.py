@@ -20,8 +20,9 @@ class Measurement:
     cpu_seconds: float = 0.0
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
+def tree_pids(root: int) -> list[int]:
+    """ROOT and every process descended from it now (the head start of an import among them)."""
+    children = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -30,8 +31,13 @@ def _children() -> dict[int, list[int]]:
                 ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        tree.setdefault(ppid, []).append(int(entry))
-    return tree
+        children.setdefault(ppid, []).append(int(entry))
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        todo.extend(children.get(pid, []))
+    return pids
 
 
 def _rss(pid: int) -> int:
@@ -44,12 +50,7 @@ def _rss(pid: int) -> int:
 
 def tree_rss(root: int) -> int:
     """Resident memory of ``root`` and all its descendants now."""
-    tree, total, todo = _children(), 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += _rss(pid)
-        todo.extend(tree.get(pid, []))
-    return total
+    return sum(map(_rss, tree_pids(root)))
 
 
 def _children_cpu() -> float:
@@ -95,14 +96,17 @@ def timed_calls(function, seconds: list[float]):
     return timed
 
 
-def command_to_sample(doc: str, argv=None) -> tuple[list[str], float]:
-    """(the command after --, the seconds between samples) of the command line of a benchmark that samples a
-    command as it runs (benchmarks/idle.py, memory.py), whose help is DOC."""
+def command_to_sample(doc: str, argv=None, by_thread: bool = False) -> argparse.Namespace:
+    """The command line of a benchmark that samples a command as it runs (benchmarks/idle.py, memory.py), whose
+    help is DOC: .command (after --) and .interval (seconds between samples); with BY_THREAD, .threads too."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
+    if by_thread:
+        parser.add_argument("--threads", action="store_true",
+                            help="also the CPU of each thread of the command's processes, over each interval")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
+    args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not args.command:
         parser.error("no command to run")
-    return command, args.interval
+    return args

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.measure import _children, command_to_sample
+from benchmarks.measure import command_to_sample, tree_pids
 
 
 def _rollup(pid: int) -> dict[str, int]:
@@ -34,21 +34,17 @@ def _rollup(pid: int) -> dict[str, int]:
 
 def tree_memory(root: int) -> tuple[int, int, int]:
     """(summed RSS, summed PSS, the largest RSS) of ROOT and its descendants now, in bytes."""
-    tree, todo, rollups = _children(), [root], []
-    while todo:
-        pid = todo.pop()
-        rollups.append(_rollup(pid))
-        todo.extend(tree.get(pid, []))
+    rollups = [_rollup(pid) for pid in tree_pids(root)]
     return (sum(r["Rss"] for r in rollups), sum(r["Pss"] for r in rollups), max(r["Rss"] for r in rollups))
 
 
 def main(argv=None) -> int:
-    command, interval = command_to_sample(__doc__, argv)
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    args = command_to_sample(__doc__, argv)
+    proc = subprocess.Popen(args.command, stdout=subprocess.DEVNULL)
     peak = (0, 0, 0)
     while proc.poll() is None:
         peak = tuple(map(max, peak, tree_memory(proc.pid)))
-        time.sleep(interval)
+        time.sleep(args.interval)
     rss, pss, largest = (value / 2**20 for value in peak)
     print(f"peak: summed RSS {rss:.0f} MiB, summed PSS {pss:.0f} MiB, largest process RSS {largest:.0f} MiB")
     return proc.returncode

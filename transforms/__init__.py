@@ -55,6 +55,7 @@ Each line: module, what it does, what goes in -> what comes out.
     columnar.py    vectorized helpers the steps share: runs, year bit masks (kept as spans), series,
                    shard hash
     checked.py     sums of counts that raise CountOverflow instead of wrapping past int64
+    pools.py       thread pools whose threads the OS knows by name (their Python names), for profiles by thread
     mkn/           n-gram part files -> Modified Kneser-Ney model files; see mkn/__init__.py
 """
 

@@ -41,6 +41,7 @@ import pyarrow as pa
 from ngramflow.transforms.handoff import HandedOverReader, SharedText
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.lines import LineReader, ReadSettings, collapsed_pieces
+from ngramflow.transforms.pools import name_for_the_os
 from ngramflow.transforms.sizing import HEAD_START_BYTES, release_freed_memory
 
 #: How often the read stage looks again for a file the head start is still reading.
@@ -109,6 +110,7 @@ class HeadStart:
             code = 1
             try:
                 _die_with(parent)
+                name_for_the_os("head-start")
                 text.in_head_start()
                 _read_ahead(files, settings, folder, text)
                 code = 0

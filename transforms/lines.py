@@ -22,6 +22,7 @@ from ngramflow.transforms.checked import CountOverflow
 from ngramflow.transforms.kernel import collapse_chunk, collapse_line_by_line, collapse_natively
 from ngramflow.transforms.native import count_lines
 from ngramflow.transforms.policy import RowPolicy
+from ngramflow.transforms.pools import named_pool
 from ngramflow.transforms.sizing import CHUNK_BYTES
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -153,8 +154,7 @@ BUFFERS = _Buffers()
 #: decompressed, parsed and taken in turn on one thread (one file of 100M rows of 2020 1-grams: 3.1x isal's
 #: time, on one core). Threads are made as readers need them; more work than threads waits (slower, never
 #: stuck: no task waits for another).
-AHEAD = concurrent.futures.ThreadPoolExecutor(max_workers=max(8, 2 * (os.cpu_count() or 1)),
-                                              thread_name_prefix="read-ahead")
+AHEAD = named_pool(max(8, 2 * (os.cpu_count() or 1)), "read-ahead")
 
 
 class LineReader:

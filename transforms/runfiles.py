@@ -26,7 +26,6 @@ shared file system, or in gs:// or s3://: the workers of a Flink cluster share n
 disk, and each merge reads files other workers wrote.
 """
 
-import concurrent.futures
 import functools
 import os
 import posixpath
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.fs
 
 from ngramflow.transforms import columnar, native
+from ngramflow.transforms.pools import named_pool
 from ngramflow.transforms.sizing import MERGE_FANIN, SPILL_COMPRESSION
 
 
@@ -177,7 +177,7 @@ class SpareBudgets:
 
 
 #: The threads of spills beside their workers' adds, made as needed (one such spill a worker at a time).
-_BESIDE = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="spill")
+_BESIDE = named_pool(os.cpu_count() or 1, "spill")
 
 
 class RunSpiller:

@@ -10,7 +10,6 @@ output folder.
 """
 
 import collections
-import concurrent.futures
 import contextlib
 import functools
 import json
@@ -24,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from ngramflow.schemas import NGRAMS, VOCABULARY
 from ngramflow.transforms import native, sizing
+from ngramflow.transforms.pools import named_pool
 
 
 #: The write buffer of a local file: a Parquet writer writes each page's header apart from its data.
@@ -188,7 +188,7 @@ class StreamedTables:
         self.root, self.schema = root, schema
         self.files = contextlib.ExitStack()
         self.writers, self.pending = {}, {}
-        self.writing = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet")
+        self.writing = named_pool(1, "parquet")
         self.queued = collections.deque()
 
     def path(self, name: str) -> str:

@@ -26,7 +26,6 @@ A refusal (InputNotSorted) says nothing is wrong with the input, only that it ne
 line runs the import again through sorted run files (transforms/spill.py).
 """
 
-import concurrent.futures
 import functools
 
 import apache_beam as beam
@@ -44,6 +43,7 @@ from ngramflow.transforms import columnar, native
 from ngramflow.transforms.kernel import Collapsed
 from ngramflow.transforms.merge import merge_runs
 from ngramflow.transforms.lines import ReadSettings, first_runs, spread
+from ngramflow.transforms.pools import named_pool
 from ngramflow.transforms.read import ReadNgramFile, file_id
 from ngramflow.transforms.runfiles import file_system, make_folder, rows_below
 from ngramflow.transforms.sinks import StreamedTables
@@ -465,7 +465,7 @@ def lay_out_parts(out, schema: pa.Schema, part_rows: int, workers: int = 1) -> i
     PART_ROWS rows; a piece kept whole is renamed), named part-00000, part-00001, ..., by WORKERS threads,
     with their range records (layout.RANGES); returns the part files."""
     spans, parts = _spans_by_order(out), 0
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:  # Parquet's work leaves Python's lock
+    with named_pool(workers, "parts") as pool:  # Parquet's work leaves Python's lock
         for order, pieces in _by_order(out.read_records(layout.PIECES)).items():
             segments = _segments(pieces, spans[order], out)
             for before, after in zip(segments, segments[1:]):  # what the spans promise

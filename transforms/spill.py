@@ -18,7 +18,6 @@ small records do (transforms/runfiles.py):
                    on the embedded runner MergeRanges takes every range, by threads of its process
 """
 
-import concurrent.futures
 import functools
 import math
 import threading
@@ -33,6 +32,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from ngramflow.transforms.merge import merge_runs
+from ngramflow.transforms.pools import named_pool
 from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, SpareBudgets, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
@@ -225,7 +225,7 @@ class MergeRanges(MergeRange):
                 self.report_done(each)
             return taken, []
 
-        with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="merge") as pool:
+        with named_pool(self.workers, "merge") as pool:
             threads = [pool.submit(merge_ranges) for _ in range(self.workers)]
             done = [thread.result() for thread in threads]
         token_runs = [run for _, flushed in done for run in flushed]

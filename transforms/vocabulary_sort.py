@@ -29,7 +29,6 @@ The reserved tokens are taken out on the way and get their fixed ids
 (schemas.RESERVED_TOKENS), as BuildVocabulary gives them.
 """
 
-import concurrent.futures
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -39,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
+from ngramflow.transforms.pools import named_pool
 from ngramflow.transforms.runfiles import AscendingRuns, RunFile, file_system, merged, rows_before, write_run_file
 from ngramflow.transforms.sinks import StreamedTables
 from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, release_freed_memory
@@ -154,7 +154,7 @@ def number_vocabulary(runs: list[RunFile], folder: str, budget: int, root: str, 
     (NumberVocabularyOnDisk): its workers are threads of one process, and the passes' steps of the graph
     cost it more than they spread."""
     release_freed_memory()
-    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="vocabulary") as pool:
+    with named_pool(workers, "vocabulary") as pool:
         ranked = [ranked_while_read(runs, folder, budget), *pool.map(
             lambda planned: rank_token_range(planned, folder, budget),
             plan_token_ranges(runs, range_rows, workers, folder, budget, pool.map))]
