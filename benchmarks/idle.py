@@ -24,6 +24,7 @@ from benchmarks.measure import command_to_sample, tree_pids
 
 #: Threads of less CPU than this are left out of --threads' table.
 SHOWN_THREAD_SECONDS = 0.05
+_TICKS = os.sysconf("SC_CLK_TCK")  # of /proc's CPU times, a second
 
 
 def machine_busy_seconds() -> float:
@@ -31,7 +32,7 @@ def machine_busy_seconds() -> float:
     with open("/proc/stat") as fh:
         ticks = [int(value) for value in fh.readline().split()[1:9]]
     user, nice, system, idle, iowait, irq, softirq, steal = ticks + [0] * (8 - len(ticks))
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / _TICKS
 
 
 def thread_cpu_seconds(root: int) -> dict[tuple[int, int], tuple[str, float]]:
@@ -51,7 +52,7 @@ def thread_cpu_seconds(root: int) -> dict[tuple[int, int], tuple[str, float]]:
                 continue
             fields = stat[stat.rindex(")") + 2:].split()
             ticks = int(fields[11]) + int(fields[12])  # utime, stime
-            found[(pid, int(tid))] = (stat[stat.index("(") + 1:stat.rindex(")")], ticks / os.sysconf("SC_CLK_TCK"))
+            found[(pid, int(tid))] = (stat[stat.index("(") + 1:stat.rindex(")")], ticks / _TICKS)
     return found
 
 

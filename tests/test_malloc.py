@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ngramflow.transforms.sizing import _glibc
+from ngramflow.transforms.sizing import glibc
 
 CHURN = """
 import ctypes, resource, sys, threading
@@ -38,7 +38,7 @@ def _pages_faulted(setting: str) -> float:
     return float(done.stdout)
 
 
-@pytest.mark.skipif(_glibc("mallopt") is None, reason="the C library is not glibc: its malloc has no such settings")
+@pytest.mark.skipif(glibc("mallopt") is None, reason="the C library is not glibc: its malloc has no such settings")
 def test_a_thread_uses_again_the_memory_it_freed():
     # glibc's default: each allocation's pages are mapped anew and fault as they are written.
     assert _pages_faulted("default") > 0.9

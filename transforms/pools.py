@@ -8,21 +8,21 @@ apart (BENCHMARKS.md, issue 16's thirty-ninth round); the head start's process i
 """
 
 import concurrent.futures
-import ctypes
-import sys
 import threading
+
+from ngramflow.transforms.sizing import glibc
 
 _PR_SET_NAME = 15  # prctl's option (linux/prctl.h)
 #: The bytes of a name Linux keeps, its terminating zero left out.
 OS_NAME_BYTES = 15
-_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 
 
 def name_for_the_os(name: str | None = None) -> None:
-    """Give the calling thread NAME at the OS (by default its Python name; Linux, elsewhere nothing). prctl's
-    result is not looked at: a name is for profiles, and the work goes on without one."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_NAME, (name or threading.current_thread().name).encode()[:OS_NAME_BYTES], 0, 0, 0)
+    """Give the calling thread NAME at the OS (by default its Python name; where the C library has prctl, else
+    nothing). prctl's result is not looked at: a name is for profiles, and the work goes on without one."""
+    prctl = glibc("prctl")
+    if prctl is not None:
+        prctl(_PR_SET_NAME, (name or threading.current_thread().name).encode()[:OS_NAME_BYTES], 0, 0, 0)
 
 
 def named_pool(workers: int, prefix: str) -> concurrent.futures.ThreadPoolExecutor:

@@ -288,10 +288,10 @@ def mkn_buckets(largest_order_rows: int, workers: int, memory: int) -> int:
 
 
 @functools.cache
-def _glibc(name: str):
-    """glibc's function NAME (malloc_trim, mallopt), or None where the C library has none (macOS, musl): looked up
-    among the symbols the process has loaded, where ctypes.util.find_library would run ldconfig to find the
-    library's file."""
+def glibc(name: str):
+    """glibc's function NAME (malloc_trim, mallopt, prctl), or None where the C library has none (macOS, musl):
+    looked up among the symbols the process has loaded, where ctypes.util.find_library would run ldconfig to find
+    the library's file."""
     return getattr(ctypes.CDLL(None), name, None)
 
 
@@ -312,7 +312,7 @@ def share_one_malloc_arena() -> None:
     430-450 -> 385-392 MiB, 198-200K -> 146-157K faults; 8 unsorted 2012 files 4.96-5.07 -> 4.89-4.97 s, peak
     RSS 623-644 -> 549-574 MiB, 373-381K -> 282-287K faults; the same user CPU (one arena's lock was not
     contended). BENCHMARKS.md, twenty-seventh round."""
-    mallopt = _glibc("mallopt")
+    mallopt = glibc("mallopt")
     if mallopt is not None:
         for parameter, value in ((_M_ARENA_MAX, 1), (_M_TRIM_THRESHOLD, _KEPT_FREE_BYTES),
                                  (_M_MMAP_THRESHOLD, _KEPT_FREE_BYTES)):
@@ -324,6 +324,6 @@ def release_freed_memory() -> None:
     what the reading freed is kept for reuse (share_one_malloc_arena), and the stages after it peaked on top of
     it (the 2020 shards of 80M rows, 502-530 MiB without, 433-477 MiB with; BENCHMARKS.md, tenth round, when each
     thread had an arena of its own)."""
-    trim = _glibc("malloc_trim")
+    trim = glibc("malloc_trim")
     if trim is not None:
         trim(0)
