@@ -32,7 +32,29 @@ find_mirror() {
 }
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+checkov_pid=
+finish() {
+  if [[ -n $checkov_pid ]]; then  # the script failed before checkov ended: it and its pip or checkov go too
+    pkill -P "$checkov_pid" 2>/dev/null || true
+    kill "$checkov_pid" 2>/dev/null || true
+    wait "$checkov_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap finish EXIT
+
+# checkov (its first install takes a minute) runs beside the terraform steps, which use the other core;
+# its report is printed after them.
+run_checkov() {
+  if [[ ! -x $checkov_venv/bin/checkov ]] || ! "$checkov_venv/bin/checkov" --version | grep -qx "$checkov_version"; then
+    python3 -m venv "$checkov_venv"
+    "$checkov_venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$checkov_version"
+  fi
+  # tests/ holds terraform test files, not infrastructure.
+  "$checkov_venv/bin/checkov" -d "$here" --framework terraform --skip-path "$here/tests" --quiet --compact --skip-download
+}
+run_checkov >"$work/checkov.log" 2>&1 &
+checkov_pid=$!
 
 mirror=$(find_mirror)
 cat >"$work/terraformrc" <<EOF
@@ -65,9 +87,8 @@ step "terraform test"
 terraform -chdir="$tree/infra/terraform" test -no-color
 
 step "checkov $checkov_version"
-if [[ ! -x $checkov_venv/bin/checkov ]] || ! "$checkov_venv/bin/checkov" --version | grep -qx "$checkov_version"; then
-  python3 -m venv "$checkov_venv"
-  "$checkov_venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$checkov_version"
-fi
-# tests/ holds terraform test files, not infrastructure.
-"$checkov_venv/bin/checkov" -d "$here" --framework terraform --skip-path "$here/tests" --quiet --compact --skip-download
+status=0
+wait "$checkov_pid" || status=$?
+checkov_pid=
+cat "$work/checkov.log"
+exit "$status"
