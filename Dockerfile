@@ -10,11 +10,12 @@
 #
 # The wheel is built in a Rust stage: it carries the native parse kernel (native/, PyO3), built
 # against Debian bookworm's Python 3.11, the same ABI and C library as the SDK image's.
+# tests/test_install.py builds the wheel from what this stage copies.
 FROM rust:1.85-slim-bookworm AS wheel
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-dev python3-venv \
     && python3 -m venv /opt/build && /opt/build/bin/pip install --no-cache-dir 'setuptools>=77' wheel 'setuptools-rust>=1.9'
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY ngramflow ./ngramflow
 COPY pipeline ./pipeline
 COPY transforms ./transforms
@@ -22,6 +23,7 @@ COPY schemas ./schemas
 COPY corpus ./corpus
 COPY query ./query
 COPY infra/flink ./infra/flink
+COPY infra/kafka ./infra/kafka
 COPY native ./native
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation -w /dist .
 

@@ -8,7 +8,7 @@ SAMPLE_OUT ?= sample-output
 .PHONY: setup sample test flink kafka bench clean
 
 # The install builds the native kernel (native/, cargo fetches its crates): rebuilt when its sources change.
-$(BIN)/ngramflow: pyproject.toml native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
+$(BIN)/ngramflow: pyproject.toml setup.py native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
