@@ -1,5 +1,6 @@
 """Run an import end to end: inputs, output directory, pipeline, manifest, summary."""
 
+import concurrent.futures
 import contextlib
 import gc
 import os
@@ -103,16 +104,25 @@ def _runner(opts: ImportOptions, flink: tuple | None):
             yield args, info, None
         return
     from ngramflow.pipeline.kafka.expansion import ExpansionService
-    from ngramflow.pipeline.kafka.provision import KAFKA_HOME, ensure_connector
+    from ngramflow.pipeline.kafka.provision import KAFKA_HOME, ensure_connector, ensure_expansion_service
 
     connector = ensure_connector()
+    ensure_expansion_service()  # provisioned here, by one thread: the two JVMs below then only read it
     log_path = os.path.join(KAFKA_HOME, "runs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}",
                             "expansion-service.log")
-    with (ExpansionService(connector, log_path) as expansion,
-          flink_run(opts.flink, opts.workers, *flink, classpath=[connector]) as (args, info)):
-        # The groupings of an unbounded read's global window fire when the run drains the job
-        # (pipeline/kafka/end.py); Beam refuses to build them without this flag.
-        yield args + ["--allow_unsafe_triggers"], info, expansion.address
+    expansion = ExpansionService(connector, log_path)
+    # The expansion service's JVM starts while the job server's does (about 3 s each on 2 cores).
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="expansion") as pool:
+        starting = pool.submit(expansion.__enter__)
+        try:
+            with flink_run(opts.flink, opts.workers, *flink, classpath=[connector]) as (args, info):
+                starting.result()
+                # The groupings of an unbounded read's global window fire when the run drains the job
+                # (pipeline/kafka/end.py); Beam refuses to build them without this flag.
+                yield args + ["--allow_unsafe_triggers"], info, expansion.address
+        finally:
+            concurrent.futures.wait([starting])
+            expansion.__exit__()
 
 
 def _run_pipeline(opts: ImportOptions, files, out: OutputDir, progress: bool, flink: tuple | None):

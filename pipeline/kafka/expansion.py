@@ -10,6 +10,10 @@ from ngramflow.pipeline.kafka.provision import EXPANSION_SOURCE, ensure_expansio
 #:   offsets in its checkpoints (the default expansion, a splittable DoFn, needs a Java SDK harness);
 #: - EMBEDDED: KafkaIO's few Java steps (dropping Kafka's metadata) run inside the TaskManager's JVM
 #:   (the default environment is a Docker container of Beam's Java SDK, and there is no Docker here).
+#: And, added at launch, --filesToStage of this service's own jar: the artifacts that environment declares.
+#: By default every jar of this service's classpath (209, 234 MB), which the import fetched from it and staged
+#: to the job server at each submission, for nothing: the job server ships its own classpath, KafkaIO's jars
+#: among it, with the job (pipeline/flink/job_server.py).
 OPTIONS = ("--experiments=use_deprecated_read", "--defaultEnvironmentType=EMBEDDED")
 
 
@@ -25,12 +29,12 @@ class ExpansionService:
         return f"127.0.0.1:{self.port}"
 
     def __enter__(self):
-        classpath = os.pathsep.join(java_classpath([ensure_expansion_service(), ensure_launcher(),
-                                                    ensure_job_server(), self.connector]))
+        own = ensure_expansion_service()
+        classpath = os.pathsep.join(java_classpath([own, ensure_launcher(), ensure_job_server(), self.connector]))
 
         def launch(ports):
             command = [jvm.java(), *jvm.java17_flags(), "-cp", classpath, EXPANSION_SOURCE.removesuffix(".java"),
-                       str(ports[0]), *OPTIONS]
+                       str(ports[0]), *OPTIONS, f"--filesToStage={own}"]
             self.process = jvm.start(command, self.log_path, tied=True)
             return self.process
 
