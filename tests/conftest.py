@@ -1,7 +1,10 @@
 """Shared fixtures: generated corpora, imports through the real CLI, DuckDB references."""
 
 import os
+import shutil
 import signal
+import subprocess
+import tempfile
 
 import duckdb
 import pytest
@@ -10,8 +13,43 @@ from ngramflow.cli import main as ngramflow
 from ngramflow.transforms.policy import POS_TAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: The offline checks of the AWS deployment (Terraform and checkov), which tests/test_terraform.py runs.
+TERRAFORM_CHECKS = os.path.join(os.path.dirname(HERE), "infra", "terraform", "test.sh")
 SAMPLE = os.path.join(HERE, "data", "sample")
 NGRAM_COLUMNS = "ngram, \"order\", match_count, volume_count, first_year, last_year, years"
+
+
+_TERRAFORM = {}
+
+
+def pytest_collection_finish(session):
+    """Start TERRAFORM_CHECKS as the session starts, when tests/test_terraform.py is among its tests: about 100 s
+    of Terraform and checkov, beside the Python tests, which mostly run on one core and leave the other idle
+    (as a test of its own, it held the session for all of them). The test waits for its result."""
+    if session.config.option.collectonly or not shutil.which("terraform"):
+        return
+    if any(item.path.name == "test_terraform.py" for item in session.items):
+        output = tempfile.TemporaryFile(mode="w+")
+        _TERRAFORM["output"] = output
+        _TERRAFORM["process"] = subprocess.Popen([TERRAFORM_CHECKS], stdout=output, stderr=subprocess.STDOUT,
+                                                 text=True, start_new_session=True)
+
+
+def pytest_sessionfinish(session):
+    """No checks left running after the session (one that ended early, or skipped their test)."""
+    process = _TERRAFORM.get("process")
+    if process is not None and process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
+
+
+@pytest.fixture
+def terraform_checks() -> tuple[int, str]:
+    """The exit status and output of TERRAFORM_CHECKS, started with the session (pytest_collection_finish)."""
+    process, output = _TERRAFORM["process"], _TERRAFORM["output"]
+    process.wait(timeout=600)
+    output.seek(0)
+    return process.returncode, output.read()
 
 
 def sigint_as_ctrl_c() -> None:
