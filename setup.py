@@ -2,7 +2,8 @@
 
 Declared here rather than under [tool.setuptools-rust] in pyproject.toml: from there setuptools-rust 1.13 wraps
 build_ext once for each time setuptools finalizes the distribution, and pip built both extensions twice (a
-wheel's build took 80 s of cargo instead of 37 s; tests/test_install.py counts the builds).
+wheel's build compiled the kernel 4 times, 66 s, instead of 2, 34 s: BENCHMARKS.md, fortieth round;
+tests/test_install.py counts the builds).
 """
 
 from setuptools import setup
