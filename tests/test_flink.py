@@ -21,7 +21,7 @@ from conftest import (NOT_TAGGED, SAMPLE, assert_same_rows, gz_files, import_ok,
                       reference_2020, run_cli)
 from ngramflow.corpus import scale
 from ngramflow.pipeline.flink import jvm, provision, rest
-from ngramflow.pipeline.flink.cluster import SessionCluster
+from ngramflow.pipeline.flink.cluster import SessionCluster, shares_disk
 from ngramflow.schemas import layout
 from ngramflow.transforms.sizing import (KEY_BUDGET_VARIABLE, PART_TOKENS_VARIABLE, RANGE_ROWS_VARIABLE,
                                         SPILL_BYTES_VARIABLE)
@@ -184,11 +184,30 @@ def test_distinct_heavy_corpus_over_many_keys_equals_duckdb(flink_provisioned, d
 
 
 @pytest.fixture
-def cluster(flink_provisioned, tmp_path):
+def cluster(flink_provisioned, tmp_path, request):
+    """A session cluster on this machine, whose jobs name their jars by path here (shared_disk), unless a test
+    asks for one that receives them with each job, as a cluster on other machines does (indirect parameter
+    False)."""
     cluster = SessionCluster(tmp_path / "cluster")
-    cluster.up(taskmanagers=1, memory="2g", slots=2)
+    cluster.up(taskmanagers=1, memory="2g", slots=2, shared_disk=getattr(request, "param", True))
     yield cluster
     cluster.down()
+
+
+#: What a TaskManager logs for each jar of a job that it fetches from the JobManager's BLOB server.
+_JAR_DOWNLOAD = re.compile(r"BlobClient\s.* - Downloading \w+/p-")
+
+
+def assert_jars_as_configured(cluster) -> None:
+    """The cluster's TaskManagers ran the job with jars fetched from the BLOB server when it was uploaded, and
+    with none when the jars were named by path (Flink's own logs say which)."""
+    logs = "".join(open(path).read() for path in glob.glob(os.path.join(cluster.log_dir, "taskmanager-*.log")))
+    assert "Loading JAR files for task" in logs, "the TaskManagers ran the job"
+    downloaded = len(_JAR_DOWNLOAD.findall(logs))
+    if shares_disk(cluster.rest_address):
+        assert downloaded == 0, f"{downloaded} jars uploaded to a cluster that reads them from this machine's disk"
+    else:
+        assert downloaded > 100, f"the job's jars were not uploaded ({downloaded} downloaded)"
 
 
 def start_import(corpus, output, flink_master: str, checkpoints, *options, env=None) -> subprocess.Popen:
@@ -268,6 +287,7 @@ def kill(pid: int) -> None:
     jvm.stop(pid)  # reaps it
 
 
+@pytest.mark.parametrize("cluster", [False], indirect=True, ids=["jars uploaded"])
 def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
                                                                       tmp_path):
     process = start_import(corpus, tmp_path / "out", cluster.rest_address, tmp_path / "checkpoints")
@@ -281,6 +301,7 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
 
     assert_restored_with_exact_output(process, cluster, job, tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")
+    assert_jars_as_configured(cluster)  # the new TaskManager fetched them again
 
 
 def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
@@ -320,6 +341,7 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
     assert rest.checkpoints(cluster.rest_address, job["jid"])["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")
+    assert_jars_as_configured(cluster)  # by path, to the fresh JobManager too
 
 
 def job_servers_of(pid: int) -> list[int]:

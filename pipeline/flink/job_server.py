@@ -43,11 +43,15 @@ class JobServer:
 
     ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver ships its whole classpath to the
     cluster with the job, so the TaskManagers run those transforms without installing anything.
+    ``jars_on_this_machine``: the cluster reads this machine's disk (its TaskManagers and JobManager run
+    here), so the job names the jars by their paths instead of uploading them (16-22 s a submission).
     """
 
-    def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=(), classpath=()):
+    def __init__(self, flink_master: str, conf_dir: str, log_path: str, heap_flags=(), classpath=(),
+                 jars_on_this_machine: bool = False):
         self.flink_master, self.conf_dir, self.log_path = flink_master, conf_dir, log_path
         self.heap_flags, self.classpath = list(heap_flags), list(classpath)
+        self.jars_on_this_machine = jars_on_this_machine
         self.process, self.job_port = None, None
         self.peak_rss = None
 
@@ -65,7 +69,8 @@ class JobServer:
             command = [jvm.java(), *jvm.java17_flags(), *self.heap_flags, "-cp", classpath, LAUNCHER_CLASS,
                        "--job-host=127.0.0.1", f"--job-port={job_port}", f"--artifact-port={artifact_port}",
                        f"--expansion-port={expansion_port}", f"--artifacts-dir={artifacts}",
-                       f"--flink-master={self.flink_master}", f"--flink-conf-dir={self.conf_dir}"]
+                       f"--flink-master={self.flink_master}", f"--flink-conf-dir={self.conf_dir}",
+                       *(["--jars-on-this-machine"] if self.jars_on_this_machine else [])]
             self.process = jvm.start(command, self.log_path, tied=True)
             return self.process
 

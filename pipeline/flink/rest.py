@@ -27,6 +27,11 @@ def overview(address: str) -> dict:
     return get(address, "/overview")
 
 
+def jobmanager_config(address: str) -> dict:
+    """The JobManager's configuration: {key: value}, values as strings."""
+    return {entry["key"]: entry["value"] for entry in get(address, "/jobmanager/config")}
+
+
 def jobs(address: str) -> list[dict]:
     """Every job the JobManager knows: jid, name, state, start-time, ..."""
     return get(address, "/jobs/overview")["jobs"]

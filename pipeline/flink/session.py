@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ngramflow.errors import RunFailed, UserError
 from ngramflow.pipeline.flink import config, jvm, rest
+from ngramflow.pipeline.flink.cluster import shares_disk
 from ngramflow.pipeline.flink.job_server import JobServer, LoopbackWorkerPool
 from ngramflow.pipeline.flink.options import LOCAL, FlinkOptions
 from ngramflow.pipeline.flink.provision import FLINK_HOME
@@ -147,8 +148,8 @@ def _pipeline_args(flink: FlinkOptions, parallelism: int, endpoint: str, worker:
                  # element of Create). The price: see "Known limits" in the README.
                  "--unaligned_checkpoint_enabled",
                  "--state_backend=rocksdb", f"--state_backend_storage_path=file://{checkpoint_root}"]
-    else:  # the job server's own master is [auto], for streaming jobs (StableUidJobServer)
-        args.append(f"--flink_master={flink.flink_master}")
+    elif flink.flink_master == LOCAL:  # Beam's own embedded batch environment; else the job server's
+        args.append(f"--flink_master={LOCAL}")  # master, [auto], takes its context ones (StableUidJobServer)
     return args
 
 
@@ -190,7 +191,8 @@ def flink_run(flink: FlinkOptions, parallelism: int, identity: dict, resume: str
         heap_flags = config.embedded_heap_flags(bound)
     conf_dir = config.write_conf_dir(os.path.join(run_dir, "conf"), settings)
     log_path = os.path.join(run_dir, "job-server.log")
-    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags, classpath)
+    jars_here = flink.flink_master != LOCAL and shares_disk(flink.flink_master)
+    server = JobServer(flink.flink_master, conf_dir, log_path, heap_flags, classpath, jars_here)
     try:
         with LoopbackWorkerPool() as worker:
             server.start()

@@ -1,5 +1,8 @@
 package org.ngramflow.flink;
 
+import java.io.File;
+import java.net.MalformedURLException;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -16,13 +19,15 @@ import org.apache.beam.runners.flink.FlinkJobServerDriver;
 import org.apache.beam.sdk.options.PipelineOptionsFactory;
 import org.apache.beam.sdk.util.construction.resources.PipelineResources;
 import org.apache.flink.api.dag.Transformation;
+import org.apache.flink.api.java.ExecutionEnvironment;
+import org.apache.flink.api.java.RemoteEnvironmentConfigUtils;
+import org.apache.flink.configuration.ConfigUtils;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.GlobalConfiguration;
+import org.apache.flink.configuration.PipelineOptions;
 import org.apache.flink.configuration.RestOptions;
-import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
-import org.apache.flink.streaming.api.environment.RemoteStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
@@ -43,15 +48,24 @@ import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
  * <p>How: Beam asks Flink for the "context" streaming environment when its master is {@code [auto]}. This
  * driver takes the real master ({@code [local]} or host:port) from {@code --flink-master}, hands Beam
  * {@code [auto]} instead, and installs a context environment that submits to the real master after naming
- * each uid-less operator (see StableUids). Arguments are otherwise FlinkJobServerDriver's. Batch jobs keep
- * no state across submissions: they name the real master in their pipeline options ({@code
- * --flink_master}), which Beam prefers to its server's.
+ * each uid-less operator (see StableUids). Batch jobs keep no state across submissions; on a cluster they
+ * take a context environment of this driver's too (BatchContext), for the jars below; on the embedded one
+ * they name {@code [local]} in their pipeline options ({@code --flink_master}), which Beam prefers to its
+ * server's, and Beam makes its own.
+ *
+ * <p>The jars: a job takes this JVM's classpath (Beam's runner, and the connectors' jars the import added)
+ * to the cluster, about 230 MB that Flink's REST endpoint and BLOB server took 16-22 s to receive and store
+ * before each job began. With {@code --jars-on-this-machine} (the cluster's TaskManagers and JobManager
+ * read this machine's disk: ngramflow's own session cluster) nothing is uploaded; the job names the jars
+ * by their paths here (Flink's pipeline.classpaths), and the cluster loads them from there, with the same
+ * class loader as uploaded ones. Arguments are otherwise FlinkJobServerDriver's.
  *
  * <p>Also: the JVM exits when the import that started it is gone (exitWithStandardInput).
  */
 public final class StableUidJobServer {
   private static final String MASTER = "--flink-master=";
   private static final String CONF_DIR = "--flink-conf-dir=";
+  private static final String JARS_ON_THIS_MACHINE = "--jars-on-this-machine";
   private static final String LOCAL = "[local]";
 
   private StableUidJobServer() {}
@@ -59,8 +73,13 @@ public final class StableUidJobServer {
   public static void main(String[] args) throws Exception {
     String master = null;
     String confDir = null;
+    boolean jarsOnThisMachine = false;
     List<String> driverArgs = new ArrayList<>();
     for (String arg : args) {
+      if (arg.equals(JARS_ON_THIS_MACHINE)) {
+        jarsOnThisMachine = true;
+        continue;
+      }
       if (arg.startsWith(MASTER)) {
         master = arg.substring(MASTER.length());
         arg = MASTER + "[auto]";
@@ -73,8 +92,11 @@ public final class StableUidJobServer {
       throw new IllegalArgumentException("usage: " + MASTER + "[local]|HOST:PORT " + CONF_DIR + "DIR ...");
     }
     exitWithStandardInput();
-    Target target = new Target(master, GlobalConfiguration.loadConfiguration(confDir));
+    Target target = new Target(master, GlobalConfiguration.loadConfiguration(confDir), jarsOnThisMachine);
     StableUidStreamEnvironment.install(target);
+    if (!target.local) {
+      BatchContext.install(target);
+    }
     FlinkJobServerDriver.main(driverArgs.toArray(new String[0]));
   }
 
@@ -104,9 +126,11 @@ public final class StableUidJobServer {
     final String host;
     final int port;
     private final Configuration base;
+    private final boolean jarsOnThisMachine;
 
-    Target(String master, Configuration base) {
+    Target(String master, Configuration base, boolean jarsOnThisMachine) {
       this.base = base;
+      this.jarsOnThisMachine = jarsOnThisMachine;
       this.local = LOCAL.equals(master);
       String address = master.replaceFirst("^https?://", "");
       int colon = address.lastIndexOf(':');
@@ -114,56 +138,79 @@ public final class StableUidJobServer {
       this.port = local || colon < 0 ? base.get(RestOptions.PORT) : Integer.parseInt(address.substring(colon + 1));
     }
 
-    /** The Flink configuration of one job: the configuration folder's, then what Flink passed in. */
+    /** The Flink configuration of one job: the configuration folder's, then what Flink passed in, then where
+     * it goes: the embedded cluster, or the cluster's address and the job's jars, as Flink's remote
+     * environments set them (environments are made from it: Flink refuses to make a remote one while a
+     * context environment is installed). */
     Configuration configuration(Configuration given) {
       Configuration conf = new Configuration(base);
       conf.addAll(given);
       if (local) {
         conf.set(DeploymentOptions.TARGET, "local");
-        conf.set(DeploymentOptions.ATTACHED, true);
         // As Beam's own [local] environments do (https://github.com/apache/beam/issues/20783).
         if (!conf.contains(CoreOptions.CHECK_LEAKED_CLASSLOADER)) {
           conf.set(CoreOptions.CHECK_LEAKED_CLASSLOADER, false);
         }
+      } else {
+        RemoteEnvironmentConfigUtils.setJobManagerAddressToConfig(host, port, conf);
+        RemoteEnvironmentConfigUtils.setJarURLsToConfig(jarsOnThisMachine ? new String[0] : classpath(), conf);
+        if (jarsOnThisMachine) {
+          ConfigUtils.encodeCollectionToConfig(conf, PipelineOptions.CLASSPATHS, classpathURLs(), URL::toString);
+        }
+        conf.set(DeploymentOptions.TARGET, "remote");
       }
+      conf.set(DeploymentOptions.ATTACHED, true);
       return conf;
     }
 
-    /** The jars a cluster runs the job with: this process's classpath, as Beam's own remote environments. */
-    String[] jars() {
+    /** The jars a job runs with: this process's classpath, as Beam's own remote environments. */
+    private static String[] classpath() {
       return PipelineResources.detectClassPathResourcesToStage(
               StableUidJobServer.class.getClassLoader(), PipelineOptionsFactory.create())
           .toArray(new String[0]);
     }
+
+    /** classpath() as file URLs, which a cluster on this machine loads the classes from. */
+    private static List<URL> classpathURLs() {
+      List<URL> urls = new ArrayList<>();
+      for (String jar : classpath()) {
+        try {
+          urls.add(new File(jar).toURI().toURL());
+        } catch (MalformedURLException e) {
+          throw new IllegalStateException("a jar of the job server's classpath has no file URL: " + jar, e);
+        }
+      }
+      return urls;
+    }
   }
 
-  /** The embedded cluster's streaming environment (not a LocalStreamEnvironment: Beam would replace it). */
+  /** Streaming jobs' environment, the embedded cluster's or a remote one's (not a LocalStreamEnvironment:
+   * Beam would replace it); a resumed job's checkpoint is in the configuration (execution.savepoint.path). */
   static final class StableUidStreamEnvironment extends StreamExecutionEnvironment {
     StableUidStreamEnvironment(Configuration conf) {
       super(conf);
     }
 
     static void install(Target target) {
-      initializeContextEnvironment(given -> {
-        Configuration conf = target.configuration(given);
-        if (target.local) {
-          return new StableUidStreamEnvironment(conf);
-        }
-        return new RemoteStreamEnvironment(target.host, target.port, conf, target.jars(), null,
-            SavepointRestoreSettings.fromConfiguration(conf)) {
-          @Override
-          public StreamGraph getStreamGraph(boolean clearTransformations) {
-            StableUids.assign(getTransformations());
-            return super.getStreamGraph(clearTransformations);
-          }
-        };
-      });
+      initializeContextEnvironment(given -> new StableUidStreamEnvironment(target.configuration(given)));
     }
 
     @Override
     public StreamGraph getStreamGraph(boolean clearTransformations) {
       StableUids.assign(getTransformations());
       return super.getStreamGraph(clearTransformations);
+    }
+  }
+
+  /** Batch jobs' environment on a cluster (Beam's, for a master of {@code [auto]}): the cluster's, with the
+   * configuration folder's settings, as Beam's own remote one for host:port. */
+  static final class BatchContext extends ExecutionEnvironment {
+    private BatchContext(Configuration conf) {
+      super(conf);
+    }
+
+    static void install(Target target) {
+      initializeContextEnvironment(() -> new BatchContext(target.configuration(new Configuration())));
     }
   }
 
