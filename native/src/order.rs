@@ -8,8 +8,7 @@
 //! Keys compare as bytes: UTF-8 byte order, Arrow's and Python's.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use crate::prefetch;
 use crate::recent::RecentTokens;
@@ -505,7 +504,7 @@ fn tournament(keys: &Keys, bounds: &[usize], groups: bool) -> (Option<Vec<i64>>,
 }
 
 /// A fast hash of short byte strings, a word at a time (the multiply-rotate of rustc's FxHasher): the
-/// set of a range's tokens is private to one call, so it needs no resistance to chosen collisions.
+/// cache of a worker's tokens is private to its process, so it needs no resistance to chosen collisions.
 #[derive(Default)]
 struct WordHasher(u64);
 
@@ -587,19 +586,29 @@ fn tail_word(rest: &[u8]) -> u64 {
 /// first row of its unigram among them (-1: none). Pieces, not the keys joined: a range's merge gives its
 /// tables one order each, and joining them copied every n-gram of the range once more. With RECENT, the
 /// tokens of n-grams of two or more tokens that it holds are left out (they are in a token run already),
-/// and those it lacks are checked in. A unigram is always given, for its row (and not checked in: unigrams
-/// are distinct, and few n-grams after them in a sorted table hold their token).
+/// and those it lacks are checked in; without, a cache of the call's own is. A unigram is always given, for
+/// its row (and not checked in: unigrams are distinct, and few n-grams after them in a sorted table hold
+/// their token).
 pub fn distinct_tokens(
     pieces: &[Keys],
-    mut recent: Option<&mut RecentTokens>,
+    recent: Option<&mut RecentTokens>,
 ) -> (Vec<i32>, Vec<u8>, Vec<i64>) {
-    // Tokens repeat (n-grams share them): sets first, so that only distinct ones are sorted. One set
-    // of a range's tokens is larger than the caches and each insert missed them, so the tokens are
-    // dealt to PARTS sets by their hash (bits no set uses for its own buckets or tags) a block at a
-    // time, and each set takes its block's tokens at once, while it is in cache.
-    let mut sets: Vec<TokenSet> = (0..PARTS).map(|_| TokenSet::default()).collect();
+    // Tokens repeat (n-grams share them): the cache leaves out those it holds, so that few but distinct
+    // ones are sorted; what it forgets, or never holds (long tokens), the sort's neighbours fold. (Sets of
+    // the call's tokens, dealt by hash a block at a time so that each stayed in cache, left out exactly the
+    // tokens the cache had already found: the one large file's range merges, 2.12-2.38 -> 1.92-2.13 s of
+    // TokenRuns.add: BENCHMARKS.md, forty-first round.)
+    let rows: usize = pieces.iter().map(Keys::len).sum();
+    let mut own;
+    let recent = match recent {
+        Some(recent) => recent,
+        None => {
+            own = RecentTokens::new((rows * OWN_CACHE_BYTES_A_ROW).min(OWN_CACHE_BYTES));
+            &mut own
+        }
+    };
+    let mut found: Vec<Hashed> = Vec::new();
     let mut block = Vec::with_capacity(BLOCK);
-    let mut dealt = Vec::with_capacity(BLOCK);
     // A unigram is its own token: it needs no set, only its row.
     let mut unigrams: Vec<(u64, &[u8], i64)> = Vec::new();
     // Sorted n-grams mostly share their first tokens with the n-gram before, so a token equal to
@@ -620,7 +629,8 @@ pub fn distinct_tokens(
                 token,
             });
             if block.len() == BLOCK {
-                add_block(&mut block, &mut dealt, &mut sets, recent.as_deref_mut());
+                leave_out_recent(&mut block, recent);
+                found.append(&mut block);
             }
         });
         if !longer {
@@ -631,14 +641,15 @@ pub fn distinct_tokens(
             }
         }
     }
-    add_block(&mut block, &mut dealt, &mut sets, recent);
+    leave_out_recent(&mut block, recent);
+    found.append(&mut block);
     // Sorted by their first 8 bytes as a number, then by their bytes: most comparisons are one.
-    let mut tokens: Vec<(u64, &[u8])> = sets
+    let mut tokens: Vec<(u64, &[u8])> = found
         .into_iter()
-        .flatten()
         .map(|Hashed { token, .. }| (head(token), token))
         .collect();
     tokens.sort_unstable();
+    tokens.dedup();
     unigrams.sort_unstable(); // sorted keys give sorted unigrams: one pass
     unigrams.dedup_by_key(|&mut (head, token, _)| (head, token)); // the first row of each stays
     let mut offsets = Vec::with_capacity(tokens.len() + unigrams.len() + 1);
@@ -1009,64 +1020,26 @@ fn spaces(data: &[u8], start: usize, end: usize) -> usize {
     total
 }
 
-type TokenSet<'a> = HashSet<Hashed<'a>, BuildHasherDefault<Prehashed>>;
-
-/// A token with its hash_of, hashed as that number: a token is hashed once, to deal it to its set, and
-/// not again by the set.
+/// A token with its hash_of, the cache's key: a token is hashed once, where it is cut from its n-gram.
 #[derive(Clone, Copy)]
 struct Hashed<'a> {
     hash: u64,
     token: &'a [u8],
 }
 
-impl PartialEq for Hashed<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && self.token == other.token
-    }
-}
-
-impl Eq for Hashed<'_> {}
-
-impl Hash for Hashed<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
-/// The hasher of a TokenSet: the number a Hashed writes is its hash.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("a Hashed writes its hash alone")
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-/// The sets a range's tokens are dealt to, and the tokens dealt at a time.
-const PARTS: usize = 256;
+/// The tokens looked up in the cache at a time, their look-ups fetched ahead (leave_out_recent).
 const BLOCK: usize = 1 << 16;
-
-/// The set of a token of `hash`: bits that no set of fewer than 2^40 tokens uses for its buckets (the
-/// low bits) or its tags (the top 7).
-fn part(hash: u64) -> usize {
-    (hash >> 40) as usize % PARTS
-}
+/// A call's own cache, where it is given none: about this much a row of its n-grams, at most OWN_CACHE_BYTES
+/// (the size of a worker's: transforms/sizing.py, RECENT_TOKENS_BYTES).
+const OWN_CACHE_BYTES_A_ROW: usize = 64;
+const OWN_CACHE_BYTES: usize = 16 << 20;
 
 /// The tokens of a BLOCK that RECENT holds left out, those it lacks checked in, in the block's order. The
 /// cache is larger than a core's own caches: a token's bucket is fetched AHEAD tokens before it is looked
 /// at, so that the look-ups wait for memory together (2-grams over 65K tokens, a cache of 4 MiB: 78 ns an
 /// n-gram looked up one at a time, 63 fetched ahead).
-fn leave_out_recent(block: &mut Vec<Hashed<'_>>, recent: Option<&mut RecentTokens>) {
+fn leave_out_recent(block: &mut Vec<Hashed<'_>>, recent: &mut RecentTokens) {
     const AHEAD: usize = 16;
-    let Some(recent) = recent else { return };
     for token in block.iter().take(AHEAD) {
         recent.fetch(token.hash);
     }
@@ -1082,42 +1055,6 @@ fn leave_out_recent(block: &mut Vec<Hashed<'_>>, recent: Option<&mut RecentToken
         }
     }
     block.truncate(kept);
-}
-
-/// Add a BLOCK of hashed tokens to their sets, set by set: dealt by a counting sort into `dealt`; those
-/// RECENT holds first left out (leave_out_recent).
-fn add_block<'a>(
-    block: &mut Vec<Hashed<'a>>,
-    dealt: &mut Vec<Hashed<'a>>,
-    sets: &mut [TokenSet<'a>],
-    recent: Option<&mut RecentTokens>,
-) {
-    leave_out_recent(block, recent);
-    let mut starts = [0usize; PARTS + 1];
-    for token in block.iter() {
-        starts[part(token.hash) + 1] += 1;
-    }
-    for p in 0..PARTS {
-        starts[p + 1] += starts[p];
-    }
-    dealt.clear();
-    dealt.resize(
-        block.len(),
-        Hashed {
-            hash: 0,
-            token: &[],
-        },
-    );
-    let mut next = starts;
-    for &token in block.iter() {
-        let p = part(token.hash);
-        dealt[next[p]] = token;
-        next[p] += 1;
-    }
-    for (p, set) in sets.iter_mut().enumerate() {
-        set.extend(dealt[starts[p]..starts[p + 1]].iter().copied());
-    }
-    block.clear();
 }
 
 /// A key's prefix as sorted_input.py keeps spans by it: its first character (UTF-8: 1 to 4 bytes, by
@@ -1149,7 +1086,7 @@ pub fn prefix_stretches(keys: &Keys) -> (Vec<i64>, Vec<u64>) {
     (starts, codes)
 }
 
-/// The hash a TokenSet gives `token`.
+/// The hash the cache of recent tokens keys `token` by.
 fn hash_of(token: &[u8]) -> u64 {
     BuildHasherDefault::<WordHasher>::default().hash_one(token)
 }
