@@ -4,7 +4,8 @@ Started without Flink's shell scripts: the entry-point classes of flink-dist,
 with the memory flags that Flink's BashJavaUtils derives from the
 configuration (as the scripts do). Everything lives in one folder:
 
-    CLUSTER_DIR/conf/config.yaml   infra/flink/config.yaml + ports, memory, folders
+    CLUSTER_DIR/conf/config.yaml   infra/flink/config.yaml + ports, memory, folders, and the
+                                   folder itself (FOLDER_KEY): imports name their jars by path
     CLUSTER_DIR/log/               jobmanager.log, taskmanager-N.log
     CLUSTER_DIR/cluster.json       pids and ports; `down` stops exactly these pids
 """
