@@ -596,8 +596,8 @@ pub fn distinct_tokens(
     // Tokens repeat (n-grams share them): the cache leaves out those it holds, so that few but distinct
     // ones are sorted; what it forgets, or never holds (long tokens), the sort's neighbours fold. (Sets of
     // the call's tokens, dealt by hash a block at a time so that each stayed in cache, left out exactly the
-    // tokens the cache had already found: the one large file's range merges, 2.12-2.38 -> 1.92-2.13 s of
-    // TokenRuns.add: BENCHMARKS.md, forty-first round.)
+    // tokens the cache had already found: one range of the one large file, 1.5M n-grams, 0.161 -> 0.124 s,
+    // medians of 6 processes each: BENCHMARKS.md, forty-first round.)
     let rows: usize = pieces.iter().map(Keys::len).sum();
     let mut own;
     let recent = match recent {
