@@ -198,13 +198,14 @@ def cluster(flink_provisioned, tmp_path, request):
 _JAR_DOWNLOAD = re.compile(r"BlobClient\s.* - Downloading \w+/p-")
 
 
-def assert_jars_as_configured(cluster) -> None:
-    """The cluster's TaskManagers ran the job with jars fetched from the BLOB server when it was uploaded, and
-    with none when the jars were named by path (Flink's own logs say which)."""
+def assert_jars_came(cluster, by_path: bool) -> None:
+    """The cluster's TaskManagers ran the job with no jar fetched from the BLOB server (BY_PATH: the import named
+    them by their paths here), or with the job's jars fetched from it (uploaded); Flink's own logs say which."""
     logs = "".join(open(path).read() for path in glob.glob(os.path.join(cluster.log_dir, "taskmanager-*.log")))
     assert "Loading JAR files for task" in logs, "the TaskManagers ran the job"
+    assert shares_disk(cluster.rest_address) == by_path
     downloaded = len(_JAR_DOWNLOAD.findall(logs))
-    if shares_disk(cluster.rest_address):
+    if by_path:
         assert downloaded == 0, f"{downloaded} jars uploaded to a cluster that reads them from this machine's disk"
     else:
         assert downloaded > 100, f"the job's jars were not uploaded ({downloaded} downloaded)"
@@ -301,7 +302,7 @@ def test_killed_taskmanager_restores_from_checkpoint_with_exact_output(corpus, s
 
     assert_restored_with_exact_output(process, cluster, job, tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")
-    assert_jars_as_configured(cluster)  # the new TaskManager fetched them again
+    assert_jars_came(cluster, by_path=False)  # the new TaskManager fetched them again
 
 
 def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpus, sliced_files, reference, cluster,
@@ -341,7 +342,7 @@ def test_killed_cluster_resumes_from_retained_checkpoint_with_exact_output(corpu
     assert rest.checkpoints(cluster.rest_address, job["jid"])["counts"]["restored"] == 1
     assert_same_dataset(tmp_path / "out", reference)
     assert_spread_over_many_keys(tmp_path / "out")
-    assert_jars_as_configured(cluster)  # by path, to the fresh JobManager too
+    assert_jars_came(cluster, by_path=True)  # to the fresh JobManager too
 
 
 def job_servers_of(pid: int) -> list[int]:
