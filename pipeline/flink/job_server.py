@@ -41,8 +41,8 @@ class JobServer:
     LAUNCHER_CLASS: a resumed streaming job finds all of its checkpoint's state, and the JVM does not outlive
     this process (see its source).
 
-    ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver ships its whole classpath to the
-    cluster with the job, so the TaskManagers run those transforms without installing anything.
+    ``classpath``: more folders of jars (e.g. Beam's KafkaIO): the driver gives the job its whole classpath,
+    uploaded with it or named by path, so the TaskManagers run those transforms without installing anything.
     ``jars_on_this_machine``: the cluster reads this machine's disk (its TaskManagers and JobManager run
     here), so the job names the jars by their paths instead of uploading them (16-22 s a submission).
     """

@@ -12,8 +12,8 @@ from ngramflow.pipeline.kafka.provision import EXPANSION_SOURCE, ensure_expansio
 #:   (the default environment is a Docker container of Beam's Java SDK, and there is no Docker here).
 #: And, added at launch, --filesToStage of this service's own jar: the artifacts that environment declares.
 #: By default every jar of this service's classpath (209, 234 MB), which the import fetched from it and staged
-#: to the job server at each submission, for nothing: the job server ships its own classpath, KafkaIO's jars
-#: among it, with the job (pipeline/flink/job_server.py).
+#: to the job server at each submission, for nothing: the job server gives the job its own classpath, KafkaIO's
+#: jars among it (uploaded with the job, or named by path: pipeline/flink/job_server.py).
 OPTIONS = ("--experiments=use_deprecated_read", "--defaultEnvironmentType=EMBEDDED")
 
 
