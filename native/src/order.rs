@@ -819,10 +819,10 @@ impl RankOrder {
 
 /// The rows of COUNTS (-1: none) in the order of their rank_heads, equal heads in row order. Where the bits in
 /// which the heads differ and a row's number fit one word together (counts below 2^40 with rows below 2^24,
-/// as every sequence of unigram rows a budget holds), the words are sorted (radix_sort_packed); else the
-/// (head, row) pairs (radix_sort), whose four passes a byte at a time moved 16 bytes an item: 1.2M unigram
-/// rows of the 2020 1-grams ranked (rank_in_order, the writing included) in 41 ns a token, not 69, and the
-/// import's peak RSS 30-50 MiB lower.
+/// as the sequences of unigram rows a worker's budget holds), the words are sorted (radix_sort_packed); else
+/// the (head, row) pairs (radix_sort), whose four passes a byte at a time moved 16 bytes an item, and its
+/// scratch copy as many: 1.2M unigram rows of the 2020 1-grams ranked (rank_in_order, the writing included) in
+/// 41 ns a token, not 69, and the import's peak RSS 20-40 MiB lower (BENCHMARKS.md, forty-second round).
 fn rank_order(counts: &[i64]) -> RankOrder {
     let (and, or) = counts.iter().fold((u64::MAX, 0u64), |(a, o), &count| {
         (a & rank_head(count), o | rank_head(count))
