@@ -706,73 +706,49 @@ pub fn rows_below(keys: &Keys, key: &[u8], through: bool) -> Option<usize> {
     Some(low)
 }
 
-/// ITEMS (a key and a row each) in ascending key order, equal keys in their order: a least-significant-digit
-/// radix sort a byte at a time, skipping the bytes every key shares (counts of a Zipf vocabulary leave most
-/// of the high bytes alone), each pass moving the keys with their rows (passes that looked each row's key up
-/// read the keys all over memory). A vocabulary's rank heads: 2.3M tokens in 4 ranges, NumPy's lexsort 0.19 s.
-fn radix_sort(mut items: Vec<(u64, u32)>) -> Vec<(u64, u32)> {
-    let mut scratch = vec![(0u64, 0u32); items.len()];
-    let (all_and, all_or) = items
-        .iter()
-        .fold((u64::MAX, 0u64), |(a, o), &(key, _)| (a & key, o | key));
-    for shift in (0..64).step_by(8) {
-        if (all_and ^ all_or) >> shift & 0xFF == 0 {
-            continue; // every key has this byte
-        }
-        let digit = |key: u64| (key >> shift & 0xFF) as usize;
-        let mut starts = [0usize; 257];
-        for &(key, _) in &items {
-            starts[digit(key) + 1] += 1;
-        }
-        for d in 0..256 {
-            starts[d + 1] += starts[d];
-        }
-        for &item in &items {
-            let d = digit(item.0);
-            scratch[starts[d]] = item;
-            starts[d] += 1;
-        }
-        std::mem::swap(&mut items, &mut scratch);
-    }
-    items
-}
-
-/// The bits of a packed sort's digit (radix_sort_packed): three passes for counts below 2^33.
+/// The bits of a radix sort's digit: three passes for the counts below 2^33 of a vocabulary's rank heads.
 const DIGIT_BITS: u32 = 11;
 
-/// WORDS in ascending order of their WIDTH bits from FROM up (the bits below, a row number, left in the order
-/// the words had: a stable sort; the bits above, none), the digits of DIGIT_BITS that every word shares
-/// skipped. A least-significant-digit radix sort as radix_sort's, of one word an item where that moves a
-/// (key, row) pair of 16 bytes: all the passes' digits counted in one read of the words.
-fn radix_sort_packed(mut words: Vec<u64>, from: u32, width: u32) -> Vec<u64> {
+/// ITEMS in ascending order of the WIDTH bits of their KEY from bit FROM up, equal keys in their order (a
+/// stable sort: the bits outside, such as a row number below FROM, are left as they come): a
+/// least-significant-digit radix sort DIGIT_BITS at a time, all the passes' digits counted in one read of the
+/// items, skipping the digits every key shares (counts of a Zipf vocabulary leave most of the high bits
+/// alone), each pass moving the items whole (passes that looked each row's key up read the keys all over
+/// memory). A vocabulary's rank heads: 2.3M tokens in 4 ranges, NumPy's lexsort 0.19 s.
+fn radix_sort<T: Copy + Default>(
+    mut items: Vec<T>,
+    key: impl Fn(&T) -> u64,
+    from: u32,
+    width: u32,
+) -> Vec<T> {
     let passes = width.div_ceil(DIGIT_BITS) as usize;
     let digits = 1usize << DIGIT_BITS;
-    let digit = |word: u64, pass: usize| {
-        (word >> (from + DIGIT_BITS * pass as u32)) as usize & (digits - 1)
+    let digit = |item: &T, pass: usize| {
+        (key(item) >> (from + DIGIT_BITS * pass as u32)) as usize & (digits - 1)
     };
     let mut counts = vec![0usize; passes * digits];
-    for &word in &words {
+    for item in &items {
         for pass in 0..passes {
-            counts[pass * digits + digit(word, pass)] += 1;
+            counts[pass * digits + digit(item, pass)] += 1;
         }
     }
-    let mut scratch = vec![0u64; words.len()];
+    let mut scratch = vec![T::default(); items.len()];
     for (pass, counted) in counts.chunks_exact_mut(digits).enumerate() {
-        if counted.contains(&words.len()) {
-            continue; // every word has this digit
+        if counted.contains(&items.len()) {
+            continue; // every key has this digit
         }
         let mut start = 0;
         for slot in counted.iter_mut() {
             (*slot, start) = (start, start + *slot);
         }
-        for &word in &words {
-            let slot = &mut counted[digit(word, pass)];
-            scratch[*slot] = word;
+        for item in &items {
+            let slot = &mut counted[digit(item, pass)];
+            scratch[*slot] = *item;
             *slot += 1;
         }
-        std::mem::swap(&mut words, &mut scratch);
+        std::mem::swap(&mut items, &mut scratch);
     }
-    words
+    items
 }
 
 /// The rows of rank heads in ascending head order, equal heads in row order (rank_order).
@@ -817,12 +793,12 @@ impl RankOrder {
     }
 }
 
-/// The rows of COUNTS (-1: none) in the order of their rank_heads, equal heads in row order. Where the bits in
-/// which the heads differ and a row's number fit one word together (counts below 2^40 with rows below 2^24,
-/// as the sequences of unigram rows a worker's budget holds), the words are sorted (radix_sort_packed); else
-/// the (head, row) pairs (radix_sort), whose four passes a byte at a time moved 16 bytes an item, and its
-/// scratch copy as many: 1.2M unigram rows of the 2020 1-grams ranked (rank_in_order, the writing included) in
-/// 41 ns a token, not 69, and the import's peak RSS 20-40 MiB lower (BENCHMARKS.md, forty-second round).
+/// The rows of COUNTS (-1: none) in the order of their rank_heads, equal heads in row order, by radix_sort.
+/// Where the bits in which the heads differ and a row's number fit one word together (counts below 2^40 with
+/// rows below 2^24, as the sequences of unigram rows a worker's budget holds), each row is that word; else a
+/// (head, row) pair of 16 bytes, as every row was before (sorted a byte at a time then). One word a row, 1.2M
+/// unigram rows of the 2020 1-grams were ranked (rank_in_order, the writing included) in 41 ns a token, not
+/// 69, and the import's peak RSS was 20-40 MiB lower (BENCHMARKS.md, forty-second round).
 fn rank_order(counts: &[i64]) -> RankOrder {
     let (and, or) = counts.iter().fold((u64::MAX, 0u64), |(a, o), &count| {
         (a & rank_head(count), o | rank_head(count))
@@ -840,7 +816,7 @@ fn rank_order(counts: &[i64]) -> RankOrder {
             .zip(0u32..)
             .map(|(&count, row)| (rank_head(count), row))
             .collect();
-        return RankOrder::Pairs(radix_sort(pairs));
+        return RankOrder::Pairs(radix_sort(pairs, |&(head, _)| head, low, width));
     }
     let words = counts
         .iter()
@@ -848,7 +824,7 @@ fn rank_order(counts: &[i64]) -> RankOrder {
         .map(|(&count, row)| (rank_head(count) & varying) >> low << row_bits | row)
         .collect();
     RankOrder::Packed {
-        words: radix_sort_packed(words, row_bits, width),
+        words: radix_sort(words, |&word| word, row_bits, width),
         row_bits,
         low,
         shared: and,
@@ -1955,10 +1931,11 @@ pub(crate) mod tests {
             .collect();
         let mut expected = items.clone();
         expected.sort_by_key(|&(key, _)| key); // stable
-        assert_eq!(radix_sort(items), expected);
-        assert_eq!(radix_sort(vec![]), vec![]);
+        let by_key = |items| radix_sort(items, |&(key, _): &(u64, u32)| key, 0, 64);
+        assert_eq!(by_key(items), expected);
+        assert_eq!(by_key(vec![]), vec![]);
         let ties = vec![(5, 0), (5, 1), (5, 2)];
-        assert_eq!(radix_sort(ties.clone()), ties);
+        assert_eq!(by_key(ties.clone()), ties);
     }
 
     #[test]
