@@ -44,10 +44,10 @@ pub enum Unmade {
     TooLarge,
 }
 
-/// A group's year set as `each_group` hands it over: a group of one row's span as it lies, or the OR
-/// of its rows' spans as a whole mask.
+/// A group's year set as `each_group` hands it over: a group of one row's span as it lies (the data of its
+/// column from the span on, and the span's length), or the OR of its rows' spans as a whole mask.
 enum Years<'a> {
-    Span(&'a [u8]),
+    Span(&'a [u8], usize),
     Mask(&'a [u8; MASK_BYTES]),
 }
 
@@ -71,7 +71,7 @@ pub fn merge_groups(groups: &Groups) -> Result<Merged, Unmade> {
         merged.matches.push(m);
         merged.volumes.push(v);
         match years {
-            Years::Span(span) => merged.mask_bytes.extend_from_slice(span),
+            Years::Span(at, len) => merged.mask_bytes.extend_from_slice(&at[..len]),
             Years::Mask(mask) => masks::push_span(mask, &mut merged.mask_bytes),
         }
         merged.mask_offsets.push(offset(merged.mask_bytes.len())?);
@@ -138,7 +138,7 @@ pub fn merge_ngrams(groups: &Groups, min_count: i64) -> Result<Vec<(u8, OrderRow
         rows.matches.push(m);
         rows.volumes.push(v);
         let (first, last, count) = match years {
-            Years::Span(span) => masks::span_stats(span),
+            Years::Span(at, len) => masks::stats_at(at, len),
             Years::Mask(mask) => masks::mask_stats(mask),
         };
         rows.first.push(first);
@@ -272,6 +272,12 @@ fn each_group(
         let (chunk, at) = spans.place(row);
         chunk.get(at)
     };
+    // A row's span where it lies: the data of its chunk from the span on, and the span's length.
+    let span_at = |row: usize| {
+        let (chunk, at) = spans.place(row);
+        let (start, end) = (chunk.offsets[at] as usize, chunk.offsets[at + 1] as usize);
+        Years::Span(&chunk.data[start..], end - start)
+    };
     for (g, &start) in starts.iter().enumerate() {
         let (first, end) = (
             start as usize,
@@ -281,7 +287,7 @@ fn each_group(
         let head = row(first);
         if end == first + 1 {
             // A group of one row, most of a merge's: its values and span as they are.
-            take(head, matches[head], volumes[head], Years::Span(span(head)))?;
+            take(head, matches[head], volumes[head], span_at(head))?;
         } else {
             let (mut m, mut v) = (0i64, 0i64);
             let mut mask = [0u8; MASK_BYTES];

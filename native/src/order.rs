@@ -570,7 +570,7 @@ fn each_token<'a>(key: &'a [u8], mut each: impl FnMut(usize, &'a [u8])) -> bool 
 /// The bytes of REST (1 to 7) as the low bytes of a little-endian word, zero-padded: two loads that overlap, each
 /// in its place (a byte read twice lands on itself).
 #[inline(always)]
-fn tail_word(rest: &[u8]) -> u64 {
+pub(crate) fn tail_word(rest: &[u8]) -> u64 {
     let len = rest.len();
     if len >= 4 {
         let word = |at: usize| u32::from_le_bytes(rest[at..at + 4].try_into().unwrap()) as u64;
