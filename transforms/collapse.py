@@ -9,7 +9,6 @@ the year window on year rows, the POS and case rules once per run.
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ngramflow.schemas import YEAR_SERIES
 from ngramflow.transforms import columnar
@@ -32,6 +31,8 @@ def _kept_rows(rows: pa.Table, keys: pa.Array, ids: np.ndarray, policy: RowPolic
         if policy.year_max is not None:
             keep &= years <= policy.year_max
     if policy.pos == "drop":
+        import pyarrow.compute as pc  # where it is used: transforms/columnar.py's docstring says why
+
         tagged = columnar.numpy(pc.match_substring_regex(keys, TAGGED_IN_NGRAM))
         if tagged.any():
             keep = ~tagged[ids] if keep is None else keep & ~tagged[ids]

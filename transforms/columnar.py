@@ -5,11 +5,16 @@ of one n-gram is then a bitwise OR, and the number of distinct years, the first
 and the last year stay exact however the rows were split. A mask is stored as its
 span (native/src/masks.rs): a byte, the index of its first byte with a bit, then
 its bytes up to its last with one.
+
+Arrow's compute functions and NumPy's random generators are imported where they are used (here and in
+transforms/collapse.py): the head start's process (transforms/head_start.py), forked before Beam loads, reads
+with neither, and their imports were 60-120 ms of the command's start, on one core before the fork.
 """
+
+import functools
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ngramflow.schemas import YEAR_MAX, YEAR_MIN, YEAR_SERIES
 from ngramflow.transforms import checked, native
@@ -46,6 +51,8 @@ def run_starts(keys) -> np.ndarray:
     n = len(keys)
     if n == 0:
         return np.zeros(0, np.int64)
+    import pyarrow.compute as pc  # see the module's docstring
+
     changed = numpy(pc.not_equal(keys.slice(1), keys.slice(0, n - 1)))
     return np.flatnonzero(np.concatenate(([True], changed)))
 
@@ -114,6 +121,8 @@ def series_by_run(ids: np.ndarray, years, matches, volumes, runs: int) -> pa.Arr
 
 def explode_series(keys, series) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Array]:
     """(key index, year, match, volume) of every element of a series column."""
+    import pyarrow.compute as pc  # see the module's docstring
+
     series = whole(series)
     flat = pc.list_flatten(series)
     return (numpy(pc.list_parent_indices(series)), flat.field("year"), flat.field("match_count"),
@@ -129,9 +138,13 @@ def _string_buffers(strings) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-# A fixed random weight per byte position makes the shard of a key the same in
-# every process and on every machine (Python's hash() is salted per process).
-_WEIGHTS = np.random.default_rng(20121701).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
+@functools.cache
+def _weights() -> np.ndarray:
+    """A fixed random weight per byte position, which makes the shard of a key the same in every process and on
+    every machine (Python's hash() is salted per process)."""
+    from numpy.random import default_rng  # see the module's docstring
+
+    return default_rng(20121701).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
 
 
 def shard_of(keys, shards: int, salt: int = 0) -> np.ndarray:
@@ -145,7 +158,7 @@ def shard_of(keys, shards: int, salt: int = 0) -> np.ndarray:
     lengths = np.diff(offsets)
     position = np.arange(len(data)) - np.repeat(starts, lengths)
     with np.errstate(over="ignore"):
-        h = np.add.reduceat(data * _WEIGHTS[position & 63], starts) ^ np.uint64(salt)
+        h = np.add.reduceat(data * _weights()[position & 63], starts) ^ np.uint64(salt)
         h ^= h >> np.uint64(31)
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)
