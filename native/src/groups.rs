@@ -268,15 +268,11 @@ fn each_group(
             }
         }
     };
-    let span = |row: usize| {
-        let (chunk, at) = spans.place(row);
-        chunk.get(at)
-    };
     // A row's span where it lies: the data of its chunk from the span on, and the span's length.
     let span_at = |row: usize| {
         let (chunk, at) = spans.place(row);
         let (start, end) = (chunk.offsets[at] as usize, chunk.offsets[at + 1] as usize);
-        Years::Span(&chunk.data[start..], end - start)
+        (&chunk.data[start..], end - start)
     };
     for (g, &start) in starts.iter().enumerate() {
         let (first, end) = (
@@ -287,7 +283,8 @@ fn each_group(
         let head = row(first);
         if end == first + 1 {
             // A group of one row, most of a merge's: its values and span as they are.
-            take(head, matches[head], volumes[head], span_at(head))?;
+            let (at, len) = span_at(head);
+            take(head, matches[head], volumes[head], Years::Span(at, len))?;
         } else {
             let (mut m, mut v) = (0i64, 0i64);
             let mut mask = [0u8; MASK_BYTES];
@@ -295,7 +292,8 @@ fn each_group(
                 let r = row(at);
                 m = m.checked_add(matches[r]).ok_or(Unmade::Overflow(g, 0))?;
                 v = v.checked_add(volumes[r]).ok_or(Unmade::Overflow(g, 1))?;
-                masks::or_into(span(r), &mut mask);
+                let (at, len) = span_at(r);
+                masks::or_into(&at[..len], &mut mask);
             }
             take(head, m, v, Years::Mask(&mask))?;
         }

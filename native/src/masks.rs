@@ -88,9 +88,9 @@ const SHORT: usize = 32;
 /// span_stats of the span of LEN bytes that AT begins with (the rest of a column's data from the span on).
 /// Most spans are short (8.3 bytes on average at the 2020 1-grams): their bytes after the first are read as
 /// four words, those past the span masked off, where the data holds them, with no branch on the length (a
-/// byte loop took 23-27 ns a span there, its branches unforeseeable, and 15-20 ns with two words, a third of
-/// its spans longer; the column checked and the three columns written included). The others as span_stats
-/// reads them.
+/// byte loop took 23-30 ns a span there, its branches unforeseeable; 13.5-20 ns now, the column checked and
+/// the three columns written included: BENCHMARKS.md, forty-third round). The others as span_stats reads
+/// them.
 #[inline(always)]
 pub fn stats_at(at: &[u8], len: usize) -> (i16, i16, i16) {
     let Some(words) = at.get(..1 + SHORT).filter(|_| len <= 1 + SHORT) else {
@@ -232,17 +232,16 @@ mod tests {
             .filter(|&bit| bytes[bit / 8] >> (bit % 8) & 1 == 1)
             .map(|bit| 8 * lo + bit as i32)
             .collect();
-        let y = |bit: i32| (YEAR_MIN as i32 + bit) as i16;
         (
-            y(*bits.first().unwrap_or(&-1)),
-            y(*bits.last().unwrap_or(&(8 * MASK_BYTES as i32 - 9))),
+            year(*bits.first().unwrap_or(&-1)),
+            year(*bits.last().unwrap_or(&(8 * MASK_BYTES as i32 - 9))),
             bits.len() as i16,
         )
     }
 
     #[test]
     fn span_stats_of_spans_of_every_length_and_padded_ones() {
-        // Sets of 1 to all of a mask's bytes, dense and sparse, from every byte; spans as push_span cuts them,
+        // Sets over 1 to 24 bytes, dense and sparse, from every byte; spans as push_span cuts them,
         // and the same with bytes of no bit before and after (as a file could hold them), and empty sets.
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
