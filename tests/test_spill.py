@@ -137,6 +137,30 @@ def test_workers_that_all_hold_their_budgets_spill_on_their_own_threads(tmp_path
     assert not spare.take()
 
 
+@pytest.mark.parametrize("batches", [2, 1.5], ids=["two parts", "whole"])
+def test_a_last_flush_merges_its_buffer_in_parts_at_once_each_on_a_thread(tmp_path, batches):
+    """flush(2): a buffer that holds two batches of a run file (budget / MERGE_FANIN bytes each) is merged in
+    two parts at once, one on the flushing thread and one on a spill thread, a run file each; a smaller one
+    whole, on the flushing thread. Either way every row is in the files once."""
+    runs, threads = random_runs(40_000, 3), []
+
+    def combine(table):
+        threads.append(threading.current_thread().name)
+        return merge_runs(table)
+
+    spiller = runfiles.RunSpiller(str(tmp_path), "runs", combine, int(runs.nbytes * MERGE_FANIN / batches), None)
+    assert spiller.add(runs) == []
+    files = spiller.flush(2)
+    here = threading.current_thread().name
+    if batches == 2:
+        assert len(files) == 2 and here in threads and any(name.startswith("spill") for name in threads), threads
+    else:
+        assert len(files) == 1 and threads == [here]
+    rows = pa.concat_tables(pa.ipc.open_file(run.path).read_all() for run in files)
+    assert merge_runs(rows).equals(merge_runs(runs)) and sum(run.rows for run in files) == rows.num_rows
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(run.path) for run in files)
+
+
 def test_ascending_runs_write_tables_as_they_come_and_begin_a_file_where_keys_go_back(tmp_path):
     """Tables each sorted and apart: one file while each table's first key is above the file's last, a new
     one where it is not (equal included); empty tables change nothing; the files hold the tables' rows."""

@@ -134,6 +134,9 @@ SPILL_BYTES = 128 << 20
 #: The environment variable that sets another spill budget, in bytes (tests force many run files and
 #: merge passes with a tiny one).
 SPILL_BYTES_VARIABLE = "NGRAMFLOW_SPILL_BYTES"
+#: The parts a worker's last flush of run tables is merged in at once, each on a thread (RunSpiller.flush): the
+#: stage's end waits for it, often with no other work left.
+LAST_FLUSH_PARTS = 2
 
 
 def spill_bytes() -> int:

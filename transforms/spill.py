@@ -36,7 +36,7 @@ from ngramflow.transforms.pools import named_pool
 from ngramflow.transforms.read import report_range_done
 from ngramflow.transforms.runfiles import RunFile, RunSpiller, SpareBudgets, make_folder, merged
 from ngramflow.transforms.sinks import StreamedTables
-from ngramflow.transforms.sizing import SPILL_COMPRESSION, release_freed_memory
+from ngramflow.transforms.sizing import LAST_FLUSH_PARTS, SPILL_COMPRESSION, release_freed_memory
 from ngramflow.transforms.total import ngram_tables, order_totals, part_name
 from ngramflow.transforms.vocabulary import TokenRuns
 
@@ -68,7 +68,7 @@ class SpillRuns(beam.DoFn):
 
     def finish_bundle(self):
         try:
-            runs = self.spiller.flush()
+            runs = self.spiller.flush(LAST_FLUSH_PARTS)
         finally:
             if self.spare:
                 self.spare.give()

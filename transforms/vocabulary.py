@@ -35,8 +35,8 @@ from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
 from ngramflow.transforms.runfiles import AscendingRuns, RunFile, RunSpiller, write_run_file
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
-from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens, range_bytes,
-                                         range_sample_every, token_shards)
+from ngramflow.transforms.sizing import (LAST_FLUSH_PARTS, RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens,
+                                         range_bytes, range_sample_every, token_shards)
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 _NO_TOKENS = TOKENS.empty_table()
@@ -181,12 +181,12 @@ class TokenRuns:
         sequence, self.sequence, self.sequence_bytes = self.sequence, [], 0
         return self.ranked.add(rank_tokens_in_order(pa.concat_tables(sequence)))
 
-    def _spill_ranked(self) -> list[RunFile]:
-        return self._end_sequence() + self.ranked.flush()
+    def _spill_ranked(self, at_once: int = 1) -> list[RunFile]:
+        return self._end_sequence() + self.ranked.flush(at_once)
 
     def flush(self) -> list[RunFile]:
         """The run files of the tokens still held, and the records of the n-gram files of unigrams alone."""
-        runs = self._spill_ranked() + self.spiller.flush() + self.unigrams.flush()
+        runs = self._spill_ranked(LAST_FLUSH_PARTS) + self.spiller.flush(LAST_FLUSH_PARTS) + self.unigrams.flush()
         runs += [RunFile(path, rows, ((first, last, rows),), UNIGRAM_FILE)
                  for path, (first, last, rows) in self.unigram_files.items()]
         self.unigram_files = {}
