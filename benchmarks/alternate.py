@@ -1,12 +1,14 @@
 """Two checkouts' imports of the same corpora, alternated with isal decompression of the files, so that each
 pair sees the same moment of a shared machine (BENCHMARKS.md, issue 16's sixth round):
 
-    python -m benchmarks.alternate CORPUS_DIR... --trees BEFORE AFTER [--rounds 3]
+    python -m benchmarks.alternate CORPUS_DIR... --trees BEFORE AFTER [--rounds 4]
 
 A tree is a checkout set up with `make setup` (its .venv runs its own code). Each round runs, per corpus
 folder: isal over its .gz files, then each tree's `ngramflow import` of the folder with its defaults, the trees
-in turn first (the second round runs them in the reverse order): what a run leaves the machine (its page cache,
-its writes still going to disk) is not left to one tree. Each tree writes into a folder of its own, emptied
+in turn first (the second round runs them in the reverse order, so two trees take an even number of rounds): what
+a run leaves the machine (its page cache, its writes still going to disk) is not left to one tree. In 3 rounds,
+the tree first in two of them was the faster by 0.2-0.4 s on 5 corpora of 6; in 4 rounds the same two trees were
+0.0-0.06 s apart (BENCHMARKS.md, issue 16's forty-fifth round). Each tree writes into a folder of its own, emptied
 before its run and outside its measure: deleting the dataset of the run before, as --overwrite would, is not an
 import's work (a dataset of 101 MB written out to disk: 0.06 s). Prints one line per command; per folder, the
 medians and each median's ratio to isal's, each tree's ratios to the isal run of their own round (their range,
@@ -39,8 +41,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpora", nargs="+", metavar="CORPUS_DIR", help="folders of .gz n-gram files")
     parser.add_argument("--trees", nargs="+", required=True, metavar="TREE", help="checkouts set up with make setup")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args(argv)
+    if len(args.trees) == 2 and args.rounds % 2:
+        parser.error("--rounds must be even for two trees: each is first in half of the rounds")
     with tempfile.TemporaryDirectory(prefix="ngramflow-alternate-") as scratch:
         for corpus in args.corpora:
             files = sorted(glob.glob(os.path.join(corpus, "**", "*.gz"), recursive=True))
