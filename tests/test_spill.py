@@ -161,6 +161,21 @@ def test_a_last_flush_merges_its_buffer_in_parts_at_once_each_on_a_thread(tmp_pa
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(run.path) for run in files)
 
 
+@pytest.mark.parametrize("other_idle", [True, False], ids=["other worker idle", "other worker reading"])
+def test_a_workers_last_flush_is_in_parts_only_while_another_worker_is_idle(tmp_path, other_idle):
+    """With spare budgets (the embedded runner's workers), a flush takes a part more for each idle worker, whose
+    budget is spare: a worker that ends while the other still reads flushes whole (each part is a run file more
+    for the merges)."""
+    runs, spare = random_runs(40_000, 3), runfiles.SpareBudgets(2)
+    for _ in range(1 if other_idle else 2):  # this worker's budget, and the other's while it reads
+        spare.hold()
+    spiller = runfiles.RunSpiller(str(tmp_path), "runs", merge_runs, runs.nbytes * MERGE_FANIN // 2, None, spare)
+    assert spiller.add(runs) == []
+    files = spiller.flush(2)
+    assert len(files) == (2 if other_idle else 1)
+    assert merge_runs(pa.concat_tables(pa.ipc.open_file(run.path).read_all() for run in files)).equals(merge_runs(runs))
+
+
 def test_ascending_runs_write_tables_as_they_come_and_begin_a_file_where_keys_go_back(tmp_path):
     """Tables each sorted and apart: one file while each table's first key is above the file's last, a new
     one where it is not (equal included); empty tables change nothing; the files hold the tables' rows."""

@@ -211,14 +211,18 @@ class RunSpiller:
         return done + self._spill(buffer)
 
     def flush(self, at_once: int = 1) -> list[RunFile]:
-        """The run files of every table added and not yet spilled. ``at_once``: the buffer is merged in that
-        many parts at a time, on as many threads (this one and spill threads), where each part holds at least
-        a batch of a run file (budget / MERGE_FANIN): a worker's last flush, which a stage's end waits for
-        with the other cores idle (the one file of 80M rows: 0.11-0.15 s on one core between its reading and
-        its merge; in halves, 0.06-0.07 s)."""
+        """The run files of every table added and not yet spilled. ``at_once``: the buffer is merged in up to
+        that many parts at a time, on as many threads (this one and spill threads), where each part holds at
+        least a batch of a run file (budget / MERGE_FANIN), and with ``spare`` budgets one part more than there
+        are idle workers (their budgets spare): a worker's last flush, which a stage's end waits for with the
+        other cores idle (the one file of 80M rows: 0.11-0.15 s on one core between its reading and its merge;
+        in halves, 0.06-0.07 s). Each part is a run file more for the merges: a worker that ends while the
+        others still read flushes whole."""
         # The spill beside ends first: a worker's last spill and its spill beside at once would hold two merges'
         # memory, at the read stage's end, where its peak is. The parts of one spill at once hold one merge's.
         done = self._beside_runs(wait=True)
+        if self.spare is not None:
+            at_once = min(at_once, 1 + self.spare.spare)
         buffer, self.buffer, self.buffered = self.buffer, [], 0
         return done + (self._spill(buffer, at_once) if buffer else [])
 

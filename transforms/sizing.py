@@ -134,8 +134,9 @@ SPILL_BYTES = 128 << 20
 #: The environment variable that sets another spill budget, in bytes (tests force many run files and
 #: merge passes with a tiny one).
 SPILL_BYTES_VARIABLE = "NGRAMFLOW_SPILL_BYTES"
-#: The parts a worker's last flush of run tables is merged in at once, each on a thread (RunSpiller.flush): the
-#: stage's end waits for it, often with no other work left.
+#: The parts a worker's last flush of run tables is merged in at once, each on a thread, at most: the last worker's
+#: of the read stage, and the last merging thread's of its tokens (RunSpiller.flush), which the stage's end waits
+#: for with no other work left.
 LAST_FLUSH_PARTS = 2
 
 

@@ -68,7 +68,8 @@ class SpillRuns(beam.DoFn):
 
     def finish_bundle(self):
         try:
-            runs = self.spiller.flush(LAST_FLUSH_PARTS)
+            # Threads of one process: the workers whose budgets are spare are idle (Flink's, processes, may not be).
+            runs = self.spiller.flush(LAST_FLUSH_PARTS if self.spare else 1)
         finally:
             if self.spare:
                 self.spare.give()
@@ -203,6 +204,7 @@ class MergeRanges(MergeRange):
         release_freed_memory()
         planned = plan_ranges(runs, self.range_rows, self.workers)
         unmerged, taking, failed = iter(planned), threading.Lock(), threading.Event()
+        merging = [self.workers]  # the threads still merging (under TAKING)
 
         def merge_ranges() -> tuple[list, list[RunFile]]:
             """(range, merged range) of each range this thread takes, in turn while any is left, and its token
@@ -210,13 +212,17 @@ class MergeRanges(MergeRange):
             token it had, the tokens of the range before among them (tokens repeat across n-gram ranges: all
             but the first of an n-gram's are anywhere), and the vocabulary merged them all again. It is flushed
             as its thread runs out of ranges, while the others merge their last: flushed after all of them, the
-            spillers' merges kept one core busy and the other idle (8 unsorted files, 80M rows: 0.07 s)."""
+            spillers' merges kept one core busy and the other idle (8 unsorted files, 80M rows: 0.07 s). The last
+            thread's, which the stage's end waits for, in LAST_FLUSH_PARTS at once."""
             tokens, taken = token_spiller(self.folder, self.budget), []
             while not failed.is_set():  # a range failed: the import ends with its error, the others unmerged
                 with taking:
                     each = next(unmerged, None)
+                    if each is None:
+                        merging[0] -= 1
+                        last = not merging[0]
                 if each is None:
-                    return taken, tokens.flush()
+                    return taken, tokens.flush(LAST_FLUSH_PARTS if last else 1)
                 try:
                     taken.append((each, self.merge(each, tokens)))
                 except BaseException:

@@ -35,8 +35,8 @@ from ngramflow.transforms.merge import LogStructuredMerge, record_bytes
 from ngramflow.transforms.runfiles import AscendingRuns, RunFile, RunSpiller, write_run_file
 from ngramflow.transforms.sample_sort import CutIntoParts
 from ngramflow.transforms.shards import SplitByShard
-from ngramflow.transforms.sizing import (LAST_FLUSH_PARTS, RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens,
-                                         range_bytes, range_sample_every, token_shards)
+from ngramflow.transforms.sizing import (RECENT_TOKENS_BYTES, TOKEN_SPILL_COMPRESSION, part_tokens, range_bytes,
+                                         range_sample_every, token_shards)
 
 TOKENS = pa.schema([("token", pa.string()), ("match_count", pa.int64()), ("volume_count", pa.int64())])
 _NO_TOKENS = TOKENS.empty_table()
@@ -184,9 +184,10 @@ class TokenRuns:
     def _spill_ranked(self, at_once: int = 1) -> list[RunFile]:
         return self._end_sequence() + self.ranked.flush(at_once)
 
-    def flush(self) -> list[RunFile]:
-        """The run files of the tokens still held, and the records of the n-gram files of unigrams alone."""
-        runs = self._spill_ranked(LAST_FLUSH_PARTS) + self.spiller.flush(LAST_FLUSH_PARTS) + self.unigrams.flush()
+    def flush(self, at_once: int = 1) -> list[RunFile]:
+        """The run files of the tokens still held, and the records of the n-gram files of unigrams alone; the
+        buffers merged in AT_ONCE parts at once (RunSpiller.flush)."""
+        runs = self._spill_ranked(at_once) + self.spiller.flush(at_once) + self.unigrams.flush()
         runs += [RunFile(path, rows, ((first, last, rows),), UNIGRAM_FILE)
                  for path, (first, last, rows) in self.unigram_files.items()]
         self.unigram_files = {}
