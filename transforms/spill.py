@@ -204,7 +204,7 @@ class MergeRanges(MergeRange):
         release_freed_memory()
         planned = plan_ranges(runs, self.range_rows, self.workers)
         unmerged, taking, failed = iter(planned), threading.Lock(), threading.Event()
-        merging = [self.workers]  # the threads still merging (under TAKING)
+        merging = self.workers  # the threads still merging (under TAKING)
 
         def merge_ranges() -> tuple[list, list[RunFile]]:
             """(range, merged range) of each range this thread takes, in turn while any is left, and its token
@@ -214,15 +214,16 @@ class MergeRanges(MergeRange):
             as its thread runs out of ranges, while the others merge their last: flushed after all of them, the
             spillers' merges kept one core busy and the other idle (8 unsorted files, 80M rows: 0.07 s). The last
             thread's, which the stage's end waits for, in LAST_FLUSH_PARTS at once."""
+            nonlocal merging
             tokens, taken = token_spiller(self.folder, self.budget), []
             while not failed.is_set():  # a range failed: the import ends with its error, the others unmerged
                 with taking:
                     each = next(unmerged, None)
                     if each is None:
-                        merging[0] -= 1
-                        last = not merging[0]
+                        merging -= 1
+                        parts = 1 if merging else LAST_FLUSH_PARTS
                 if each is None:
-                    return taken, tokens.flush(LAST_FLUSH_PARTS if last else 1)
+                    return taken, tokens.flush(parts)
                 try:
                     taken.append((each, self.merge(each, tokens)))
                 except BaseException:
