@@ -16,6 +16,10 @@ import shutil
 #: peaks at 313 and 333 MiB (BENCHMARKS.md, "Per-file read stage alone").
 CHUNK_BYTES = 8 << 20
 
+#: Compressed bytes of a local input file that the kernel is asked to fetch ahead of its reader
+#: (lines._ReadAheadFile): a tenth of a second of decompression, a few of the disk's reads.
+READ_AHEAD_BYTES = 32 << 20
+
 #: Run rows a worker buffers from consecutive small files before emitting one table, so that small
 #: files do not each cost an element downstream.
 EMIT_RUNS = 1 << 18
