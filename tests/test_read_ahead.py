@@ -6,6 +6,7 @@ file's pages were dropped (posix_fadvise DONTNEED): a folder whose files the ker
 """
 
 import ctypes
+import errno
 import gzip
 import mmap
 import os
@@ -96,3 +97,14 @@ def test_a_file_read_ahead_decompresses_to_its_text_whole_and_from_a_later_offse
     with reading._ReadAheadFile(path) as raw:
         raw.seek(5 * MIB)
         assert raw.read() == open(path, "rb").read()[5 * MIB:]
+
+
+def test_a_file_system_that_takes_no_advice_is_read_without(incompressible, monkeypatch):
+    def refused(*_):
+        raise OSError(errno.EINVAL, "no advice taken here")
+
+    monkeypatch.setattr(os, "posix_fadvise", refused, raising=False)
+    path, text = incompressible
+    with reading._ReadAheadFile(path) as raw:
+        data = reading.isal_zlib._GzipReader(raw, reading.ADVICE_BYTES)
+        assert data.read() == text

@@ -85,13 +85,18 @@ class _ReadAheadFile(io.FileIO):
 
     def __init__(self, path: str):
         super().__init__(path, "rb")
-        self.advised, self.size = 0, os.fstat(self.fileno()).st_size  # the end of the bytes the kernel was asked for
+        self.advised = 0  # the end of the bytes the kernel was asked for
+        self.size = os.fstat(self.fileno()).st_size
 
     def readinto(self, buffer) -> int | None:
         at = self.tell()
         self.advised = max(self.advised, at)  # a later slice's reader starts where it seeks
         while self.advised < min(at + READ_AHEAD_BYTES, self.size):
-            os.posix_fadvise(self.fileno(), self.advised, ADVICE_BYTES, os.POSIX_FADV_WILLNEED)
+            try:
+                os.posix_fadvise(self.fileno(), self.advised, ADVICE_BYTES, os.POSIX_FADV_WILLNEED)
+            except OSError:  # a file system that takes no advice: the file is read as it would be without
+                self.advised = self.size
+                break
             self.advised += ADVICE_BYTES
         return super().readinto(buffer)
 
