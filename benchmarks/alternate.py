@@ -1,7 +1,7 @@
 """Two checkouts' imports of the same corpora, alternated with isal decompression of the files, so that each
 pair sees the same moment of a shared machine (BENCHMARKS.md, issue 16's sixth round):
 
-    python -m benchmarks.alternate CORPUS_DIR... --trees BEFORE AFTER [--rounds 4]
+    python -m benchmarks.alternate CORPUS_DIR... --trees BEFORE AFTER [--rounds 4] [--cold]
 
 A tree is a checkout set up with `make setup` (its .venv runs its own code). Each round runs, per corpus
 folder: isal over its .gz files, then each tree's `ngramflow import` of the folder with its defaults, the trees
@@ -14,11 +14,14 @@ import's work (a dataset of 101 MB written out to disk: 0.06 s). Prints one line
 medians and each median's ratio to isal's, each tree's ratios to the isal run of their own round (their range,
 their median, and in how many rounds they meet issue 16's TARGET), and for each tree after the first the mean of
 its differences from the first tree's run of the same round, wall and CPU, with the rounds in which it was
-faster. (The trees' kernels, built by each setup, differ in their bytes when their sources do not: copy one's
-built transforms/_kernel*.so into the other when the change is not the kernel's.)
+faster. With --cold, each command (isal's too) reads the corpus from disk: its files' pages are dropped from the
+page cache before it, as a user's corpus is not held there (BENCHMARKS.md, issue 16's forty-sixth round). (The
+trees' kernels, built by each setup, differ in their bytes when their sources do not: copy one's built
+transforms/_kernel*.so into the other when the change is not the kernel's.)
 """
 
 import argparse
+import functools
 import glob
 import os
 import shutil
@@ -37,11 +40,23 @@ def _line(label: str, m) -> str:
             f"rss {m.peak_rss_bytes / 2**20:6.0f} MiB")
 
 
+def dropped(files: list[str]) -> None:
+    """FILES' pages out of the page cache (written out first: the kernel drops clean pages alone)."""
+    os.sync()
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpora", nargs="+", metavar="CORPUS_DIR", help="folders of .gz n-gram files")
     parser.add_argument("--trees", nargs="+", required=True, metavar="TREE", help="checkouts set up with make setup")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--cold", action="store_true", help="each command reads the corpus from disk")
     args = parser.parse_args(argv)
     if len(args.trees) == 2 and args.rounds % 2:
         parser.error("--rounds must be even for two trees: each is first in half of the rounds")
@@ -49,12 +64,14 @@ def main(argv=None) -> int:
         for corpus in args.corpora:
             files = sorted(glob.glob(os.path.join(corpus, "**", "*.gz"), recursive=True))
             walls, measured = {}, {tree: [] for tree in args.trees}
+            cold = functools.partial(dropped, files) if args.cold else lambda: None
             for round_ in range(args.rounds):
+                cold()
                 m = run([sys.executable, "-m", "benchmarks.peers", "isal", "-", *files])
                 walls.setdefault("isal", []).append(m.wall_seconds)
                 print(_line(f"{os.path.basename(corpus)} isal", m), flush=True)
                 for tree in args.trees if round_ % 2 == 0 else args.trees[::-1]:
-                    m = _import(tree, corpus, os.path.join(scratch, f"out-{args.trees.index(tree)}"))
+                    m = _import(tree, corpus, os.path.join(scratch, f"out-{args.trees.index(tree)}"), cold)
                     measured[tree].append(m)
                     print(_line(f"{os.path.basename(corpus)} {tree}", m), flush=True)
             walls.update({tree: [m.wall_seconds for m in ms] for tree, ms in measured.items()})
@@ -81,9 +98,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def _import(tree: str, corpus: str, out: str):
-    """TREE's import of CORPUS into OUT, emptied first (unmeasured), measured."""
+def _import(tree: str, corpus: str, out: str, before):
+    """TREE's import of CORPUS into OUT, emptied first and BEFORE called (unmeasured), measured."""
     shutil.rmtree(out, ignore_errors=True)
+    before()
     python = os.path.join(tree, ".venv", "bin", "python")
     # In the tree: `python -m` puts the working folder first on the import path, so from another checkout its
     # ngramflow/ package would be the one imported.

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from benchmarks import alternate
 from ngramflow.transforms import lines as reading
 
 MIB = 1 << 20
@@ -37,10 +38,9 @@ def resident(path: str, offset: int) -> bool:
 
 
 def dropped(path: str) -> str:
-    """PATH with its pages out of the page cache, or the test skipped where the kernel keeps them."""
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
-        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    """PATH with its pages out of the page cache (as `benchmarks.alternate --cold` drops a corpus's), or the test
+    skipped where the kernel keeps them."""
+    alternate.dropped([path])
     if any(resident(path, at) for at in range(0, os.path.getsize(path), MIB)):
         pytest.skip("the kernel keeps this folder's files in memory (tmpfs)")
     return path
