@@ -94,9 +94,9 @@ def test_a_file_read_ahead_decompresses_to_its_text_whole_and_from_a_later_offse
         while n := data.readinto(buffer):
             got += buffer[:n]
     assert got == text
-    with reading._ReadAheadFile(path) as raw:
+    with reading._ReadAheadFile(path) as raw, open(path, "rb") as plain:
         raw.seek(5 * MIB)
-        assert raw.read() == open(path, "rb").read()[5 * MIB:]
+        assert raw.read() == plain.read()[5 * MIB:]
 
 
 def test_a_file_system_that_takes_no_advice_is_read_without(incompressible, monkeypatch):
