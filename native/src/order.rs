@@ -64,33 +64,43 @@ pub fn rows_in_order(keys: &Keys) -> Option<Vec<i64>> {
 /// merge_order's answer, its group starts left empty but with GROUPS.
 fn ordered(keys: &Keys, groups: bool) -> (Option<Vec<i64>>, Vec<i64>) {
     let n = keys.len();
-    let bounds = pieces(keys);
+    let Pieces { bounds, ties } = pieces(keys);
     let sorted = bounds.len() <= 2;
     if !sorted && bounds.len() - 1 > n / MANY_PIECES {
         let (order, starts) = sorted_rows(keys);
         return (Some(order), starts);
     }
     if bounds.len() - 1 > TOURNAMENT_PIECES {
-        return tournament(keys, &bounds, groups);
+        return tournament(keys, &bounds, &ties, groups);
     }
-    let order = (!sorted).then(|| stable_order(keys, bounds));
+    let order = (!sorted).then(|| stable_order(keys, bounds.clone()));
     if !groups {
         return (order, Vec::new());
     }
-    let row = |at: usize| order.as_ref().map_or(at, |o| o[at] as usize);
     let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
+    let Some(order) = order else {
+        // One piece: its groups are where `pieces` found no tie.
+        starts.extend((0..n as i64).filter(|&row| !ties.holds(row as usize)));
+        return (None, starts);
+    };
     if n > 0 {
         starts.push(0);
     }
-    let mut previous = if n > 0 { keys.get(row(0)) } else { &[] };
+    // Rows next to each other in one piece were compared by `pieces`: a stretch a merge took whole (a run
+    // file's rows) is grouped without reading its keys again.
+    let piece_start = |row: usize| bounds.binary_search(&row).is_ok();
     for at in 1..n {
-        let key = keys.get(row(at));
-        if key != previous {
+        let (before, row) = (order[at - 1] as usize, order[at] as usize);
+        let new_key = if row == before + 1 && !piece_start(row) {
+            !ties.holds(row)
+        } else {
+            keys.get(row) != keys.get(before)
+        };
+        if new_key {
             starts.push(at as i64);
         }
-        previous = key;
     }
-    (order, starts)
+    (Some(order), starts)
 }
 
 /// Rows in little order (more than one sorted piece per MANY_PIECES rows) are sorted whole (`sorted_rows`).
@@ -98,13 +108,43 @@ const MANY_PIECES: usize = 32;
 /// More sorted pieces than this are merged at once (`tournament`), fewer pairwise (`stable_order`).
 const TOURNAMENT_PIECES: usize = 4;
 
-/// Where the rows' sorted pieces (natural runs) begin, and the number of rows last.
-fn pieces(keys: &Keys) -> Vec<usize> {
+/// The rows' sorted pieces (natural runs), from one pass that compares each row's key with the one before.
+struct Pieces {
+    /// Where each piece begins, and the number of rows last.
+    bounds: Vec<usize>,
+    /// The rows whose key is that of the row before them in their piece.
+    ties: Ties,
+}
+
+/// A bit for each row, none when no row is a tie (a run table holds an n-gram once, but a run cut by a
+/// chunk's end in two tables that follow each other).
+struct Ties(Vec<u64>);
+
+impl Ties {
+    fn holds(&self, row: usize) -> bool {
+        !self.0.is_empty() && self.0[row / 64] >> (row % 64) & 1 == 1
+    }
+
+    fn add(&mut self, row: usize, rows: usize) {
+        if self.0.is_empty() {
+            self.0 = vec![0; rows.div_ceil(64)];
+        }
+        self.0[row / 64] |= 1 << (row % 64);
+    }
+}
+
+fn pieces(keys: &Keys) -> Pieces {
     let n = keys.len();
-    std::iter::once(0)
-        .chain((1..n).filter(|&i| keys.get(i - 1) > keys.get(i)))
-        .chain(std::iter::once(n))
-        .collect()
+    let (mut bounds, mut ties) = (vec![0], Ties(Vec::new()));
+    for row in 1..n {
+        match keys.get(row - 1).cmp(keys.get(row)) {
+            Ordering::Less => {}
+            Ordering::Equal => ties.add(row, n),
+            Ordering::Greater => bounds.push(row),
+        }
+    }
+    bounds.push(n);
+    Pieces { bounds, ties }
 }
 
 /// The rows in key order, ties in row order: a stable sort. The rows' sorted pieces (BOUNDS, as
@@ -393,9 +433,14 @@ impl Cursor {
 /// once, by a tournament (loser) tree whose comparisons read each piece's current head, where merging
 /// them pairwise took a pass over every row per level and looked each key's bytes up by row (the
 /// distinct tokens of 64 chunks, 2.1M rows: 115 ns a row pairwise). Equal keys come in piece order,
-/// which is row order; with GROUPS, each row is compared with the one before as it is taken, for the group
-/// starts.
-fn tournament(keys: &Keys, bounds: &[usize], groups: bool) -> (Option<Vec<i64>>, Vec<i64>) {
+/// which is row order; with GROUPS, each row is compared with the one taken before it, for the group starts,
+/// unless that was the row before it in its piece, which `pieces` compared (TIES).
+fn tournament(
+    keys: &Keys,
+    bounds: &[usize],
+    ties: &Ties,
+    groups: bool,
+) -> (Option<Vec<i64>>, Vec<i64>) {
     let k = bounds.len() - 1;
     let mut cursors: Vec<Cursor> = bounds
         .windows(2)
@@ -447,19 +492,22 @@ fn tournament(keys: &Keys, bounds: &[usize], groups: bool) -> (Option<Vec<i64>>,
     let n = bounds[k];
     let mut order = Vec::with_capacity(n);
     let mut starts = Vec::with_capacity(if groups { n / 2 + 1 } else { 0 });
-    // The row taken before, for the group starts.
-    let mut last: Option<Cursor> = None;
-    // The winner's row taken: its group start (unless its key is the row's before) and its place in order.
-    let mut take = |cursor: &mut Cursor| {
+    // The row taken before, for the group starts, and its piece.
+    let mut last: Option<(Cursor, usize)> = None;
+    // PIECE's row taken: its group start (unless its key is the row's before) and its place in order. A row
+    // that follows the last taken in its piece was compared with it by `pieces`.
+    let mut take = |cursor: &mut Cursor, piece: usize| {
         let taken = *cursor;
         if groups {
-            if last
-                .as_ref()
-                .is_none_or(|last| last.cmp(&taken, keys) != Ordering::Equal)
-            {
+            let new_key = match &last {
+                None => true,
+                Some((_, from)) if *from == piece => !ties.holds(taken.at),
+                Some((before, _)) => before.cmp(&taken, keys) != Ordering::Equal,
+            };
+            if new_key {
                 starts.push(order.len() as i64);
             }
-            last = Some(taken);
+            last = Some((taken, piece));
         }
         order.push(taken.at as i64);
         cursor.at += 1;
@@ -473,7 +521,7 @@ fn tournament(keys: &Keys, bounds: &[usize], groups: bool) -> (Option<Vec<i64>>,
         }
         streak = if winner == previous { streak + 1 } else { 0 };
         previous = winner;
-        take(&mut cursors[winner]);
+        take(&mut cursors[winner], winner);
         if streak >= GALLOP {
             // A piece that keeps winning holds a stretch of the merged order (run files of sorted inputs hold
             // whole files' stretches): its rows are taken while they go before the best of the others, the
@@ -488,7 +536,7 @@ fn tournament(keys: &Keys, bounds: &[usize], groups: bool) -> (Option<Vec<i64>>,
                 }
             }
             while cursors[winner].at < cursors[winner].end && before(&cursors, winner, second) {
-                take(&mut cursors[winner]);
+                take(&mut cursors[winner], winner);
             }
         }
         let mut node = (winner + k) / 2;
@@ -1511,6 +1559,42 @@ pub(crate) mod tests {
         check(&["é", "z", "a", "é", "", "z"]);
         check(&["d", "c", "b", "a", "a", "b"]);
         check(&["a b", "a", "a", "a b", "ab"]);
+    }
+
+    #[test]
+    fn groups_of_keys_equal_within_and_across_pieces() {
+        // Two pieces (merged pairwise) and six (the tournament): keys repeated next to each other within a
+        // piece, as a run cut by a chunk's end is, and keys each piece holds once that other pieces hold too,
+        // stretches taken whole and rows taken in turn.
+        check(&["a", "b", "b", "c", "b", "b", "c", "c", "d"]);
+        check(&["a", "a", "b", "a", "b", "b"]);
+        let mut next = numbers(5);
+        for pieces in [2, 3, 6, 9] {
+            for repeat in [0, 1, 3] {
+                let mut words = Vec::new();
+                for _ in 0..pieces {
+                    let mut piece: Vec<String> = (0..next() % 400)
+                        .map(|_| format!("w{}", next() % 300))
+                        .collect();
+                    piece.sort();
+                    if repeat == 0 {
+                        piece.dedup();
+                    }
+                    for word in piece {
+                        for _ in 0..1 + usize::from(next() % 4 < repeat) {
+                            words.push(word.clone());
+                        }
+                    }
+                }
+                check(&words);
+            }
+        }
+        // Pieces that each hold a stretch of the merged order alone (run files of sorted input).
+        let words: Vec<String> = (0..6)
+            .rev()
+            .flat_map(|piece| (0..200).map(move |i| format!("{piece} {i:03}")))
+            .collect();
+        check(&words);
     }
 
     #[test]
