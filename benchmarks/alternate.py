@@ -14,8 +14,10 @@ import's work (a dataset of 101 MB written out to disk: 0.06 s). Prints one line
 medians and each median's ratio to isal's, each tree's ratios to the isal run of their own round (their range,
 their median, and in how many rounds they meet issue 16's TARGET), and for each tree after the first the mean of
 its differences from the first tree's run of the same round, wall and CPU, with the rounds in which it was
-faster. With --cold, each command (isal's too) reads the corpus from disk: its files' pages are dropped from the
-page cache before it, as a user's corpus is not held there (BENCHMARKS.md, issue 16's forty-sixth round). (The
+faster. Each command (isal's too) reads the corpus from the page cache, its files read just before it (a host that
+drops pages read minutes before charged a round's isal alone for its disk); with --cold, each reads it from disk:
+its files' pages are dropped from the page cache before it, as a user's corpus is not held there (BENCHMARKS.md,
+issue 16's forty-sixth and forty-seventh rounds). (The
 trees' kernels, built by each setup, differ in their bytes when their sources do not: copy one's built
 transforms/_kernel*.so into the other when the change is not the kernel's.)
 """
@@ -29,7 +31,7 @@ import statistics
 import sys
 import tempfile
 
-from benchmarks.measure import run
+from benchmarks.measure import run, warmed
 
 #: Issue 16's target: an import's wall time at most this many times isal's decompression of the same files.
 TARGET = 3.0
@@ -64,14 +66,14 @@ def main(argv=None) -> int:
         for corpus in args.corpora:
             files = sorted(glob.glob(os.path.join(corpus, "**", "*.gz"), recursive=True))
             walls, measured = {}, {tree: [] for tree in args.trees}
-            cold = functools.partial(dropped, files) if args.cold else lambda: None
+            before = functools.partial(dropped if args.cold else warmed, files)
             for round_ in range(args.rounds):
-                cold()
+                before()
                 m = run([sys.executable, "-m", "benchmarks.peers", "isal", "-", *files])
                 walls.setdefault("isal", []).append(m.wall_seconds)
                 print(_line(f"{os.path.basename(corpus)} isal", m), flush=True)
                 for tree in args.trees if round_ % 2 == 0 else args.trees[::-1]:
-                    m = _import(tree, corpus, os.path.join(scratch, f"out-{args.trees.index(tree)}"), cold)
+                    m = _import(tree, corpus, os.path.join(scratch, f"out-{args.trees.index(tree)}"), before)
                     measured[tree].append(m)
                     print(_line(f"{os.path.basename(corpus)} {tree}", m), flush=True)
             walls.update({tree: [m.wall_seconds for m in ms] for tree, ms in measured.items()})

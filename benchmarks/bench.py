@@ -24,7 +24,7 @@ import sys
 import threading
 
 from benchmarks import stages
-from benchmarks.measure import Measurement, run
+from benchmarks.measure import Measurement, run, warmed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START, END = "<!-- bench:import:start -->", "<!-- bench:import:end -->"
@@ -272,16 +272,6 @@ def _described(path: str, layouts) -> dict:
             "bytes": {f: sum(os.path.getsize(p) for p in fs) for f, fs in files.items()}, "ngrams": info["ngrams"]}
 
 
-def _warmed(files: list[str]) -> None:
-    """Read FILES once, so that the machine's page cache holds them: else the first contender on a corpus,
-    isal, is charged for reading it from disk (after the tests had run: isal 16.95 s on the 2012 1-grams' 356 MB,
-    where 1.5-2 s is usual, and DuckDB after it 26.95 s as ever)."""
-    for path in files:
-        with open(path, "rb") as fh:
-            while fh.read(1 << 20):
-                pass
-
-
 def _emptied(command: list[str]) -> None:
     """The output folder of an import COMMAND deleted, outside its measure: the dataset of the contender before
     (101 MB, written out to disk by then: 0.06 s to delete, as --overwrite would) is not this import's work."""
@@ -309,7 +299,7 @@ def throughput(workdir: str, sizes: list[int], flink: bool = True, slow: bool = 
             for name, fmt, command in contenders:
                 print(f"  {name} ({fmt}, {rows:,} rows) ...", file=sys.stderr, flush=True)
                 if (files := [arg for arg in command if arg.endswith(".gz")]) != warm:
-                    _warmed(files)
+                    warmed(files)
                     warm = files
                 _emptied(command)
                 m = run(command, env={"PYTHONPATH": ROOT})

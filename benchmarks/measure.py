@@ -83,6 +83,18 @@ def run(command: list[str], env: dict | None = None, interval: float = 0.05, cwd
     return Measurement(wall, peak, proc.returncode, output, _children_cpu() - cpu_before)
 
 
+def warmed(files: list[str]) -> None:
+    """Read FILES once, so that the machine's page cache holds them: else the first contender on a corpus,
+    isal, is charged for reading it from disk (after the tests had run: isal 16.95 s on the 2012 1-grams' 356 MB,
+    where 1.5-2 s is usual, and DuckDB after it 26.95 s as ever; a host whose reclaim drops pages read minutes
+    before, as DAMON's does, charged isal 4.9-7.0 s for files it reads in 2.2 s: BENCHMARKS.md, issue 16's
+    forty-seventh round)."""
+    for path in files:
+        with open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+
 def timed_calls(function, seconds: list[float]):
     """FUNCTION, appending the seconds each call takes to SECONDS (a benchmark's probe in its own process)."""
 

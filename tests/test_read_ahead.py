@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from benchmarks import alternate
+from benchmarks import alternate, measure
 from ngramflow.transforms import lines as reading
 
 MIB = 1 << 20
@@ -108,3 +108,12 @@ def test_a_file_system_that_takes_no_advice_is_read_without(incompressible, monk
     with reading._ReadAheadFile(path) as raw:
         data = reading.isal_zlib._GzipReader(raw, reading.ADVICE_BYTES)
         assert data.read() == text
+
+
+def test_a_benchmark_reads_the_files_it_measures_into_the_page_cache_first(incompressible):
+    """benchmarks.alternate's commands read warm files, unless --cold: measure.warmed brings every page of a
+    dropped file back, so a round's isal is not charged for the disk while the imports after it are not."""
+    path, _ = incompressible
+    dropped(path)
+    measure.warmed([path])
+    assert all(resident(path, at) for at in range(0, os.path.getsize(path), mmap.PAGESIZE))
