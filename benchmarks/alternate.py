@@ -31,7 +31,7 @@ import statistics
 import sys
 import tempfile
 
-from benchmarks.measure import run, warmed
+from benchmarks.measure import dropped, run, warmed
 
 #: Issue 16's target: an import's wall time at most this many times isal's decompression of the same files.
 TARGET = 3.0
@@ -40,17 +40,6 @@ TARGET = 3.0
 def _line(label: str, m) -> str:
     return (f"{label:<40} wall {m.wall_seconds:6.2f} s  cpu {m.cpu_seconds:6.2f} s  "
             f"rss {m.peak_rss_bytes / 2**20:6.0f} MiB")
-
-
-def dropped(files: list[str]) -> None:
-    """FILES' pages out of the page cache (written out first: the kernel drops clean pages alone)."""
-    os.sync()
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def main(argv=None) -> int:

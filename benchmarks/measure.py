@@ -95,6 +95,17 @@ def warmed(files: list[str]) -> None:
                 pass
 
 
+def dropped(files: list[str]) -> None:
+    """FILES' pages out of the page cache (written out first: the kernel drops clean pages alone)."""
+    os.sync()
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def timed_calls(function, seconds: list[float]):
     """FUNCTION, appending the seconds each call takes to SECONDS (a benchmark's probe in its own process)."""
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from benchmarks import alternate, measure
+from benchmarks import measure
 from ngramflow.transforms import lines as reading
 
 MIB = 1 << 20
@@ -40,7 +40,7 @@ def resident(path: str, offset: int) -> bool:
 def dropped(path: str) -> str:
     """PATH with its pages out of the page cache (as `benchmarks.alternate --cold` drops a corpus's), or the test
     skipped where the kernel keeps them."""
-    alternate.dropped([path])
+    measure.dropped([path])
     if any(resident(path, at) for at in range(0, os.path.getsize(path), MIB)):
         pytest.skip("the kernel keeps this folder's files in memory (tmpfs)")
     return path
@@ -112,7 +112,7 @@ def test_a_file_system_that_takes_no_advice_is_read_without(incompressible, monk
 
 def test_a_benchmark_reads_the_files_it_measures_into_the_page_cache_first(incompressible):
     """benchmarks.alternate's commands read warm files, unless --cold: measure.warmed brings every page of a
-    dropped file back, so a round's isal is not charged for the disk while the imports after it are not."""
+    dropped file back, so that no command of a round, isal least of all, is charged for reading the disk."""
     path, _ = incompressible
     dropped(path)
     measure.warmed([path])

@@ -77,12 +77,14 @@ fn ordered(keys: &Keys, groups: bool) -> (Option<Vec<i64>>, Vec<i64>) {
     if !groups {
         return (order, Vec::new());
     }
-    let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
     let Some(order) = order else {
-        // One piece: its groups are where `pieces` found no tie.
+        // One piece: its groups are where `pieces` found no tie, nearly every row (room for all at once: a
+        // column grown by doubling was copied into fresh memory).
+        let mut starts = Vec::with_capacity(n);
         starts.extend((0..n as i64).filter(|&row| !ties.holds(row as usize)));
         return (None, starts);
     };
+    let mut starts = Vec::with_capacity(if n == 0 { 0 } else { n / 2 + 1 });
     if n > 0 {
         starts.push(0);
     }
