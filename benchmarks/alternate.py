@@ -28,6 +28,7 @@ import glob
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -51,6 +52,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if len(args.trees) == 2 and args.rounds % 2:
         parser.error("--rounds must be even for two trees: each is first in half of the rounds")
+    for tree in args.trees:
+        _check_own_code(tree)
     with tempfile.TemporaryDirectory(prefix="ngramflow-alternate-") as scratch:
         for corpus in args.corpora:
             files = sorted(glob.glob(os.path.join(corpus, "**", "*.gz"), recursive=True))
@@ -87,6 +90,34 @@ def main(argv=None) -> int:
                 print(f"  {tree} - {first}, mean of {len(pairs)} rounds: wall {wall:+.3f} s (faster in {faster}), "
                       f"CPU {cpu:+.3f} s")
     return 0
+
+
+#: What a tree's Python prints of where it finds the package, each subpackage and the kernel.
+_WHERE = ("import importlib\n"
+          "for name in ('ngramflow', 'ngramflow.pipeline', 'ngramflow.transforms', 'ngramflow.schemas',\n"
+          "             'ngramflow.corpus', 'ngramflow.query', 'ngramflow.transforms.native'):\n"
+          "    print(name, importlib.import_module(name).__file__)\n"
+          "from ngramflow.transforms.native import _kernel\n"
+          "print('the kernel', _kernel.__file__)\n")
+
+
+def _check_own_code(tree: str) -> None:
+    """Exit with one line unless TREE's Python, run in it as _import runs it, takes the package, every
+    subpackage and the kernel from TREE. A tree whose .venv is a link to another checkout's takes the package
+    from its own folder and the subpackages from the other checkout, where that checkout's editable install maps
+    them: its imports were the other's (an A/B of one checkout against itself, 4 rounds on this host: -1.43 to
+    +0.05 s "between" them; BENCHMARKS.md, issue 16's forty-ninth round)."""
+    python = os.path.join(tree, ".venv", "bin", "python")
+    found = subprocess.run([python, "-c", _WHERE], cwd=tree, capture_output=True, text=True)
+    if found.returncode:
+        said = (found.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"{tree}: its .venv does not import ngramflow ({said}); run make setup there")
+    inside = os.path.realpath(tree) + os.sep
+    for line in found.stdout.splitlines():
+        name, path = line.rsplit(" ", 1)
+        if not os.path.realpath(path).startswith(inside):
+            raise SystemExit(f"{tree}: its Python takes {name} from {path}, outside the tree (a .venv of another "
+                             "checkout maps its subpackages there); run make setup in the tree")
 
 
 def _import(tree: str, corpus: str, out: str, before):

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -30,3 +31,19 @@ def test_each_round_runs_isal_then_the_import_and_the_ratios_are_each_rounds_own
     assert lows[0] - 0.005 <= least <= highs[0] + 0.005
     assert lows[1] - 0.005 <= largest <= highs[1] + 0.005
     assert sum(high <= 3 for high in highs) <= met <= sum(low <= 3 for low in lows)
+
+
+def test_a_tree_whose_python_takes_another_checkouts_code_is_refused_before_anything_runs(tmp_path):
+    """A tree with its .venv linked to this checkout's: its Python finds the package in the tree's own folder and
+    every subpackage in this checkout (the editable install maps them here), so its imports would be this one's."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.symlink(os.path.dirname(os.path.dirname(sys.executable)), tree / ".venv")
+    shutil.copytree(os.path.join(ROOT, "ngramflow"), tree / "ngramflow")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.alternate", SAMPLE, "--trees", ROOT, str(tree),
+                           "--rounds", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1
+    assert done.stdout == ""  # nothing measured
+    (message,) = done.stderr.strip().splitlines()
+    assert message.startswith(f"{tree}: its Python takes ngramflow.pipeline from {ROOT}"), message
+    assert "outside the tree" in message
