@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 from benchmarks.measure import dropped, run, warmed
 
@@ -92,29 +93,30 @@ def main(argv=None) -> int:
     return 0
 
 
-#: What a tree's Python prints of where it finds the package, each subpackage and the kernel.
-_WHERE = ("import importlib\n"
-          "for name in ('ngramflow', 'ngramflow.pipeline', 'ngramflow.transforms', 'ngramflow.schemas',\n"
-          "             'ngramflow.corpus', 'ngramflow.query', 'ngramflow.transforms.native'):\n"
-          "    print(name, importlib.import_module(name).__file__)\n"
+#: What a tree's Python prints of where it finds each package NAMES (argv) and the kernel, a tab-separated line each.
+_WHERE = ("import importlib, sys\n"
+          "for name in sys.argv[1:]:\n"
+          "    print(name, next(iter(importlib.import_module(name).__path__)), sep='\\t')\n"
           "from ngramflow.transforms.native import _kernel\n"
-          "print('the kernel', _kernel.__file__)\n")
+          "print('the kernel', _kernel.__file__, sep='\\t')\n")
 
 
 def _check_own_code(tree: str) -> None:
-    """Exit with one line unless TREE's Python, run in it as _import runs it, takes the package, every
-    subpackage and the kernel from TREE. A tree whose .venv is a link to another checkout's takes the package
-    from its own folder and the subpackages from the other checkout, where that checkout's editable install maps
-    them: its imports were the other's (an A/B of one checkout against itself, 4 rounds on this host: -1.43 to
-    +0.05 s "between" them; BENCHMARKS.md, issue 16's forty-ninth round)."""
+    """Exit with one line unless TREE's Python, run in it as _import runs it, takes every package of the tree's
+    pyproject.toml (its package-dir) and the kernel from TREE. A tree whose .venv is a link to another checkout's
+    takes the package from its own folder and the subpackages from the other checkout, where that checkout's
+    editable install maps them: its imports were the other's (an A/B of one checkout against itself, 4 rounds on
+    this host: -1.43 to +0.05 s "between" them; BENCHMARKS.md, issue 16's forty-ninth round)."""
+    with open(os.path.join(tree, "pyproject.toml"), "rb") as fh:
+        packages = list(tomllib.load(fh)["tool"]["setuptools"]["package-dir"])
     python = os.path.join(tree, ".venv", "bin", "python")
-    found = subprocess.run([python, "-c", _WHERE], cwd=tree, capture_output=True, text=True)
+    found = subprocess.run([python, "-c", _WHERE, *packages], cwd=tree, capture_output=True, text=True)
     if found.returncode:
         said = (found.stderr.strip().splitlines() or ["no message"])[-1]
         raise SystemExit(f"{tree}: its .venv does not import ngramflow ({said}); run make setup there")
     inside = os.path.realpath(tree) + os.sep
     for line in found.stdout.splitlines():
-        name, path = line.rsplit(" ", 1)
+        name, path = line.split("\t")
         if not os.path.realpath(path).startswith(inside):
             raise SystemExit(f"{tree}: its Python takes {name} from {path}, outside the tree (a .venv of another "
                              "checkout maps its subpackages there); run make setup in the tree")

@@ -40,6 +40,7 @@ def test_a_tree_whose_python_takes_another_checkouts_code_is_refused_before_anyt
     tree.mkdir()
     os.symlink(os.path.dirname(os.path.dirname(sys.executable)), tree / ".venv")
     shutil.copytree(os.path.join(ROOT, "ngramflow"), tree / "ngramflow")
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), tree)
     done = subprocess.run([sys.executable, "-m", "benchmarks.alternate", SAMPLE, "--trees", ROOT, str(tree),
                            "--rounds", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1
