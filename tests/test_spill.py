@@ -297,10 +297,11 @@ def test_vocabulary_by_external_sort_equals_build_vocabulary(tmp_path, monkeypat
     assert any(run.kind == "unigrams" for run in runs)
     ranges = vocabulary_sort.plan_token_ranges(runs, 1500, 2, str(tmp_path), budget)
     assert len(ranges) > 1, "several token ranges"
-    ranked = [vocabulary_sort.ranked_while_read(runs, str(tmp_path), budget),
-              *(vocabulary_sort.rank_token_range(planned, str(tmp_path), budget) for planned in ranges)]
+    seen_reserved, ranked = vocabulary_sort.ranked_while_read(runs, str(tmp_path), budget)
+    for planned in ranges:
+        ranked += vocabulary_sort.rank_token_range(planned, str(tmp_path), budget)
     root = str(tmp_path / "vocabulary")
-    vocabulary_sort.write_reserved(ranked, root)
+    vocabulary_sort.write_reserved(seen_reserved, root)
     corpus = sum(vocabulary_sort.number_id_range(planned, str(tmp_path), budget, root, 700)
                  for planned in vocabulary_sort.plan_id_ranges(ranked, 700, workers=1))
     written = [tuple(row.values()) for row in pq.read_table(tmp_path / "vocabulary").to_pylist()]

@@ -1,7 +1,9 @@
 """Vocabulary ids: dense, reserved first, ordered by count then bytes, on a real pipeline."""
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.testing.util import assert_that, equal_to
 
 from ngramflow import schemas
@@ -113,6 +115,28 @@ def test_merged_tokens_keep_the_row_with_their_counts():
     merged = vocabulary.merge_tokens(pa.concat_tables(pieces))
     assert merged.to_pylist() == [{"token": t, "match_count": m, "volume_count": v} for t, m, v in
                                   [("a", 7, 3), ("b", 5, 2), ("c", None, None), ("d", 0, 0)]]
+
+
+def test_uncounted_tokens_are_the_merged_tokens_without_a_counted_row():
+    """The token pass's last merge keeps each token none of whose rows, in any piece, has a count: what
+    merge_tokens keeps with null counts. Random sorted pieces, some in order already, one counted throughout."""
+    rng = np.random.default_rng(5)
+    words = [f"w{k:03d}" for k in range(400)]
+    for pieces_count in (1, 2, 3, 9, 40):
+        pieces = []
+        for _ in range(pieces_count):
+            chosen = sorted(set(rng.choice(words, rng.integers(0, 60)).tolist()))
+            counts = [int(c) if c >= 0 else None for c in rng.integers(-3, 5, len(chosen))]
+            pieces.append(_tokens(*((t, c, c) for t, c in zip(chosen, counts))).cast(vocabulary.TOKENS))
+        pieces.append(_tokens(*((t, 1, 1) for t in words[::7])))
+        table = pa.concat_tables(pieces)
+        expected = vocabulary.merge_tokens(table)
+        expected = expected.filter(pc.is_null(expected["match_count"]))
+        uncounted = vocabulary.uncounted_tokens(table)
+        assert uncounted.schema == vocabulary.TOKENS and uncounted.to_pylist() == expected.to_pylist()
+        assert uncounted.num_rows and not any(t in words[::7] for t in uncounted["token"].to_pylist())
+    assert vocabulary.uncounted_tokens(_tokens(("a", 1, 1), ("b", 0, 0))).num_rows == 0
+    assert vocabulary.uncounted_tokens(_tokens()).num_rows == 0
 
 
 def test_reserved_tokens_are_split_from_sorted_tokens_wherever_they_lie():

@@ -83,6 +83,23 @@ def merge_tokens(table: pa.Table) -> pa.Table:
     return pa.table([tokens, _with_nulls(matches), _with_nulls(volumes)], schema=TOKENS)
 
 
+def uncounted_tokens(table: pa.Table) -> pa.Table:
+    """Token rows in pieces each sorted by token -> one row for each token none of whose rows has a count, in
+    token order (TOKENS, counts null): the last merge of the vocabulary's token pass, which needs no more
+    (vocabulary_sort.rank_token_range). Where merge_tokens gathered every token with its counts, of which the
+    pass then kept the uncounted, only whether each group holds a counted row is found."""
+    if table["match_count"].null_count == 0:
+        return _NO_TOKENS
+    tokens = columnar.whole(table["token"])
+    order, starts = native.merge_order(tokens)
+    counted = columnar.numpy(pc.is_valid(table["match_count"]))
+    counted_groups = np.logical_or.reduceat(counted if order is None else counted[order], starts)
+    rows = starts[~counted_groups]
+    rows = rows if order is None else order[rows]
+    nulls = pa.nulls(len(rows), pa.int64())
+    return pa.table([tokens.take(rows), nulls, nulls], schema=TOKENS)
+
+
 class TokenRuns:
     """The n-gram tables one worker writes -> run files of their tokens, within about BUDGET bytes: every token
     with a unigram row ranked already, and what the vocabulary's merge pass (vocabulary_sort.py) needs to find

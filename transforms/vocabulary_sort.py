@@ -10,9 +10,11 @@ what is left is to find the tokens of longer n-grams that have none, and to numb
     (only when longer                        run files of their rows, in parallel; then
     n-grams gave some)                       consecutive ranges of tokens, about RANGE_ROWS
                                              run rows each, as spill.plan_ranges cuts n-grams
-                    -> one row per token     per range, in parallel: a k-way merge of the
+                    -> uncounted tokens      per range, in parallel: a k-way merge of the
                                              range's rows of the token run files (of longer
-                                             n-grams, and of the unigrams alone)
+                                             n-grams, and of the unigrams alone), of which the
+                                             last keeps the tokens none of whose rows has a
+                                             count, one row each
                     -> runs in id order      the tokens without a count, keyed by their place
                                              in the id order: in token order already
                     -> id ranges             consecutive ranges of the id order over these and
@@ -34,7 +36,6 @@ from typing import NamedTuple
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ngramflow.schemas import RESERVED_TOKENS, VOCABULARY
@@ -45,7 +46,7 @@ from ngramflow.transforms.sizing import TOKEN_SPILL_COMPRESSION, part_tokens, re
 from ngramflow.transforms.spill import Range, gathered_to_one, plan_ranges
 from ngramflow.transforms.vocabulary import (RANKED, RESERVED, TOKEN_ROWS, TOKENS, UNIGRAM_FILE, UNIGRAMS,
                                              merge_tokens, ranks_in_order, reserved_rows, split_reserved,
-                                             tokens_by_rank, with_rank)
+                                             tokens_by_rank, uncounted_tokens, with_rank)
 
 
 def plan_token_ranges(runs: list[RunFile], range_rows: int, workers: int, folder: str, budget: int,
@@ -80,34 +81,30 @@ def _unigram_rows(path: str):
             yield pa.table(rows.columns, schema=TOKENS)
 
 
-def rank_token_range(planned: Range, folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
-    """One token range (of token run files) -> (the reserved tokens it holds, with their counts; RunFiles of
-    its tokens without a count, in id order). A token with a count has its unigram row, ranked already."""
+def rank_token_range(planned: Range, folder: str, budget: int) -> list[RunFile]:
+    """One token range (of token run files) -> RunFiles of its tokens without a count, in id order. A token with
+    a count has its unigram row, ranked already (and a reserved one its fixed id: ranked_while_read finds
+    their counts)."""
     # merged() hands the tokens over in token order, which is the id order of the tokens without a count.
     ranked = AscendingRuns(folder, RANKED, budget // 2, TOKEN_SPILL_COMPRESSION)
-    seen_reserved = [TOKENS.empty_table()]
     runs = []
     for tokens in merged(folder, "tokens-pass", planned.runs, merge_tokens, budget // 2, planned.lo, planned.hi,
-                         TOKEN_SPILL_COMPRESSION):
-        found, others = split_reserved(tokens)
-        seen_reserved.append(found)
-        runs += ranked.add(with_rank(others.filter(pc.is_null(others["match_count"]))).drop_columns(
-            ["token", "match_count"]))
-    return pa.concat_tables(seen_reserved), runs + ranked.flush()
+                         TOKEN_SPILL_COMPRESSION, last=uncounted_tokens):
+        runs += ranked.add(with_rank(split_reserved(tokens)[1]).drop_columns(["token", "match_count"]))
+    return runs + ranked.flush()
 
 
 def ranked_while_read(runs: list[RunFile], folder: str, budget: int) -> tuple[pa.Table, list[RunFile]]:
     """Every token run file -> (the reserved tokens among the unigram rows, with their counts; the RunFiles of
-    the unigram rows the read stage ranked), as rank_token_range gives a range's."""
+    the unigram rows the read stage ranked). Every unigram row is ranked as it is read (vocabulary.TokenRuns),
+    the reserved tokens apart: the counts of the reserved tokens are all here."""
     reserved = [run for run in runs if run.kind == RESERVED]
     seen = list(merged(folder, "reserved-pass", reserved, merge_tokens, budget, compression=TOKEN_SPILL_COMPRESSION))
     return pa.concat_tables([TOKENS.empty_table(), *seen]), [run for run in runs if run.kind == RANKED]
 
 
-def write_reserved(ranked: list[tuple[pa.Table, list[RunFile]]], root: str) -> None:
-    """The vocabulary's part file of the reserved ids, from every token range's rank_token_range and from
-    ranked_while_read (a reserved token's counts are its unigram row's, wherever that is)."""
-    seen_reserved = merge_tokens(pa.concat_tables([TOKENS.empty_table(), *(table for table, _ in ranked)]))
+def write_reserved(seen_reserved: pa.Table, root: str) -> None:
+    """The vocabulary's part file of the reserved ids, with the counts of those ranked_while_read found."""
     with StreamedTables(root, VOCABULARY) as files:
         files.write("part-reserved", reserved_rows(seen_reserved))
 
@@ -120,10 +117,10 @@ class IdRange(NamedTuple):
     ranks: Range
 
 
-def plan_id_ranges(ranked: list[tuple[pa.Table, list[RunFile]]], per_part: int, workers: int) -> list[IdRange]:
-    """Every token range's rank_token_range -> consecutive ranges of the id order of about PER_PART tokens (a
-    multiple of WORKERS of them), each numbered from the count of the tokens below it."""
-    runs = [run for _, range_runs in ranked for run in range_runs]
+def plan_id_ranges(runs: list[RunFile], per_part: int, workers: int) -> list[IdRange]:
+    """The ranked run files (ranked_while_read's and every token range's) -> consecutive ranges of the id order
+    of about PER_PART tokens (a multiple of WORKERS of them), each numbered from the count of the tokens below
+    it."""
     return [IdRange(len(RESERVED_TOKENS) + sum(rows_before(run, ranks.lo) for run in runs), ranks)
             for ranks in plan_ranges(runs, per_part, workers)]
 
@@ -154,11 +151,12 @@ def number_vocabulary(runs: list[RunFile], folder: str, budget: int, root: str, 
     (NumberVocabularyOnDisk): its workers are threads of one process, and the passes' steps of the graph
     cost it more than they spread."""
     release_freed_memory()
+    seen_reserved, ranked = ranked_while_read(runs, folder, budget)
+    write_reserved(seen_reserved, root)
     with named_pool(workers, "vocabulary") as pool:
-        ranked = [ranked_while_read(runs, folder, budget), *pool.map(
-            lambda planned: rank_token_range(planned, folder, budget),
-            plan_token_ranges(runs, range_rows, workers, folder, budget, pool.map))]
-        write_reserved(ranked, root)
+        for range_runs in pool.map(lambda planned: rank_token_range(planned, folder, budget),
+                                   plan_token_ranges(runs, range_rows, workers, folder, budget, pool.map)):
+            ranked += range_runs
         return list(pool.map(lambda planned: number_id_range(planned, folder, budget, root, part_tokens()),
                              plan_id_ranges(ranked, part_tokens(), workers)))
 
@@ -186,14 +184,16 @@ class NumberVocabularyOnDisk(beam.PTransform):
             | "Spread the token ranges over workers" >> beam.Reshuffle()
             | "Put each token range in id order" >> beam.Map(rank_token_range, folder, budget)
         )
+        read = token_runs | "Runs ranked as read" >> beam.Map(ranked_while_read, folder, budget)
+        read | "Write the reserved ids" >> beam.MapTuple(lambda seen_reserved, _: write_reserved(seen_reserved, root))
         ranked = gathered_to_one(
-            (token_runs | "Runs ranked as read" >> beam.Map(ranked_while_read, folder, budget), ranked_ranges)
+            (read | "Their ranked runs" >> beam.MapTuple(lambda _, runs: runs), ranked_ranges)
             | "All ranked runs" >> beam.Flatten(),
             "ranked token runs")
-        ranked | "Write the reserved ids" >> beam.Map(write_reserved, root)
         return (
             ranked
-            | "Plan id ranges" >> beam.FlatMap(lambda ranked: plan_id_ranges(ranked, part_tokens(), workers))
+            | "Plan id ranges" >> beam.FlatMap(
+                lambda ranked: plan_id_ranges([run for runs in ranked for run in runs], part_tokens(), workers))
             | "Spread the id ranges over workers" >> beam.Reshuffle()
             | "Number each id range" >> beam.Map(
                 lambda planned: number_id_range(planned, folder, budget, root, part_tokens()))
